@@ -1,0 +1,51 @@
+"""game-bridge-mcp: let an AI agent launch, drive and read games over a localhost HTTP contract.
+
+The public names are importable from here. Importing this package never imports the MCP
+SDK (only ``start_stdio_server`` does, when called), so the package can be vendored into a
+repository that has only the standard library and psutil.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._version import __version__
+from .errors import BridgeError, BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
+
+_LAZY = {
+    "Bridge": ".bridge",
+    "Composite": ".composites",
+    "CompositeContext": ".composites",
+    "GameClient": ".client",
+    "Launcher": ".launcher",
+    "read_registry": ".registry",
+    "register_instance": ".registry",
+    "normalise_manifest": ".manifest",
+    "Manifest": ".manifest",
+    "parse_cli": ".config",
+    "apply_project_config": ".config",
+    "Config": ".config",
+    "HttpResponse": ".transport",
+    "TransportError": ".transport",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'game_bridge_mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def start_stdio_server(config: Any, *, composites: Any = ()) -> None:
+    """Serve the bridge over stdio until the client disconnects (imports the MCP SDK)."""
+    from .server import start_stdio_server as _start
+
+    _start(config, composites=composites)
+
+
+__all__ = ["__version__", "BridgeError", "BridgeUsageError", "CommandTimeout", "GameOffline",
+           "NotAGameSurface", "start_stdio_server", *sorted(_LAZY)]

@@ -1,0 +1,218 @@
+"""Configuration: CLI options, then the environment, then defaults; and port resolution.
+
+Everything here is pure over its inputs (``argv`` and an ``environ`` mapping), so tests
+pass their own environment. ``apply_project_config`` is the one step that reads a file:
+the project's ``gamebridge.json`` launch declaration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ._version import __version__
+from .errors import BridgeUsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .project import LaunchDeclaration
+
+DEFAULT_PORT = 7777
+DEFAULT_SCAN_RANGE = "7777,7800-7810"
+DEFAULT_TIMEOUT_MS = 5000
+MAX_PORTS_IN_SPEC = 4096
+
+
+def parse_port_spec(spec: str) -> tuple[int, ...]:
+    """``"7777,7800-7810"`` -> ports in order, de-duplicated. Raises BridgeUsageError
+    quoting the spec when it is not a list of ports and ranges within 1-65535."""
+    text = str(spec).strip()
+    ports: dict[int, None] = {}
+    if not text:
+        raise BridgeUsageError(f"Port spec {spec!r} is empty. Use single ports, ranges and lists, e.g. '7777,7800-7810'.")
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        low_text, dash, high_text = part.partition("-")
+        try:
+            low = int(low_text)
+            high = int(high_text) if dash else low
+        except ValueError:
+            raise BridgeUsageError(
+                f"Port spec {spec!r} is not valid: {part!r} is not a port or a range. "
+                "Use single ports, ranges and lists, e.g. '7777,7800-7810'.") from None
+        if not (1 <= low <= 65535 and 1 <= high <= 65535) or high < low:
+            raise BridgeUsageError(
+                f"Port spec {spec!r} is not valid: {part!r} is outside 1-65535 or runs backwards.")
+        if len(ports) + (high - low + 1) > MAX_PORTS_IN_SPEC:
+            raise BridgeUsageError(
+                f"Port spec {spec!r} names more than {MAX_PORTS_IN_SPEC} ports; narrow it.")
+        for port in range(low, high + 1):
+            ports[port] = None
+    if not ports:
+        raise BridgeUsageError(f"Port spec {spec!r} names no ports.")
+    return tuple(ports)
+
+
+def check_port(value: Any, *, what: str = "port") -> int:
+    """A port number from a tool argument or option: an int (or digit string) in 1-65535."""
+    if isinstance(value, bool):
+        raise BridgeUsageError(f"{what} must be a number between 1 and 65535, not {value!r}.")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or not 1 <= value <= 65535:
+        raise BridgeUsageError(f"{what} must be a number between 1 and 65535, not {value!r}.")
+    return value
+
+
+@dataclass
+class Config:
+    """What the bridge was told: options, environment and the project's declaration."""
+
+    port: int | None = None
+    scan_range: tuple[int, ...] = field(default_factory=lambda: parse_port_spec(DEFAULT_SCAN_RANGE))
+    scan: bool = True
+    registry: bool = True
+    registry_dir: Path | None = None
+    config_file: Path | None = None
+    launch_hint: str | None = None
+    manifest_file: Path | None = None
+    eager: bool = False
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    declaration: "LaunchDeclaration | None" = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def default_port(self) -> int:
+        """The port for a call that names none: ``--port``, then ``GAME_BRIDGE_PORT``, then 7777."""
+        if self.port is not None:
+            return self.port
+        env = self.environ.get("GAME_BRIDGE_PORT", "").strip()
+        if env:
+            return check_port(env, what="GAME_BRIDGE_PORT")
+        return DEFAULT_PORT
+
+    def resolve_port(self, explicit: Any = None) -> int:
+        """The spec's order: the call's own ``port``, ``--port``, ``GAME_BRIDGE_PORT``, 7777."""
+        if explicit is not None:
+            return check_port(explicit)
+        return self.default_port()
+
+    def effective_launch_hint(self) -> str | None:
+        """The command shown when a port is dead: ``--launch-hint``, else the declaration's."""
+        if self.launch_hint:
+            return self.launch_hint
+        if self.declaration is not None:
+            try:
+                return self.declaration.hint()
+            except Exception:  # a declaration that cannot render a hint is not worth a crash
+                return None
+        return None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BridgeUsageError(f"{message}. Run with --help to see the options.")
+
+
+def build_parser(prog: str = "game-bridge-mcp") -> argparse.ArgumentParser:
+    """The server's options. The ``call`` subcommand takes the same ones."""
+    p = _Parser(prog=prog, add_help=False, description=(
+        "An MCP server (stdio) that lets an agent launch, drive and read games that serve "
+        "the game-bridge HTTP contract on localhost."))
+    p.add_argument("-p", "--port", help="Default port for tools that do not name one (default 7777; env GAME_BRIDGE_PORT)")
+    p.add_argument("--scan-range", metavar="SPEC", help=f"Ports list_instances sweeps (default {DEFAULT_SCAN_RANGE}; env GAME_BRIDGE_SCAN_RANGE or GAME_BRIDGE_SCAN)")
+    p.add_argument("--no-scan", action="store_true", help="Discover only via the instance registry")
+    p.add_argument("--no-registry", action="store_true", help="Discover only by scanning ports")
+    p.add_argument("--registry-dir", metavar="DIR", help="Where instance entries live (default ~/.game-bridge/instances; env GAME_BRIDGE_INSTANCES, GAME_BRIDGE_HOME)")
+    p.add_argument("--config", metavar="FILE", help="Project launch declaration (default: nearest gamebridge.json; env GAME_BRIDGE_CONFIG)")
+    p.add_argument("--launch-hint", metavar="CMD", help="Command shown when a port is dead; {port} is substituted (env GAME_BRIDGE_LAUNCH_HINT or GAME_BRIDGE_LAUNCH)")
+    p.add_argument("--manifest", metavar="FILE", help="Tool manifest for games that do not serve GET /tools (env GAME_BRIDGE_MANIFEST)")
+    p.add_argument("--eager", action="store_true", help="Advertise every game tool flatly, for clients that cannot discover")
+    p.add_argument("--timeout", metavar="MS", help=f"HTTP and command timeout in ms (default {DEFAULT_TIMEOUT_MS})")
+    p.add_argument("-h", "--help", action="store_true", help="Show this help and exit")
+    p.add_argument("-v", "--version", action="store_true", help="Show the version and exit")
+    return p
+
+
+@dataclass
+class ParsedCli:
+    """The result of ``parse_cli``: the config, plus whether help or version was asked for."""
+
+    config: Config
+    help: bool = False
+    version: bool = False
+    parser: argparse.ArgumentParser | None = None
+
+    def help_text(self) -> str:
+        return (self.parser or build_parser()).format_help()
+
+
+def _env(environ: Mapping[str, str], *names: str) -> str | None:
+    for name in names:
+        value = environ.get(name)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
+              *, prog: str = "game-bridge-mcp") -> ParsedCli:
+    """Options first, then the environment, then defaults. Raises BridgeUsageError."""
+    env = dict(os.environ if environ is None else environ)
+    parser = build_parser(prog)
+    ns = parser.parse_args(list(argv))
+    cfg = Config(environ=env)
+    if ns.port is not None:
+        cfg.port = check_port(ns.port, what="--port")
+    elif _env(env, "GAME_BRIDGE_PORT") is not None:
+        check_port(_env(env, "GAME_BRIDGE_PORT"), what="GAME_BRIDGE_PORT")  # fail early on a bad value
+    scan_spec = ns.scan_range or _env(env, "GAME_BRIDGE_SCAN_RANGE", "GAME_BRIDGE_SCAN")
+    if scan_spec is not None:
+        cfg.scan_range = parse_port_spec(scan_spec)
+    cfg.scan = not ns.no_scan
+    cfg.registry = not ns.no_registry
+    if ns.registry_dir:
+        cfg.registry_dir = Path(ns.registry_dir).expanduser()
+    config_file = ns.config or _env(env, "GAME_BRIDGE_CONFIG")
+    if config_file:
+        cfg.config_file = Path(config_file).expanduser()
+    cfg.launch_hint = ns.launch_hint or _env(env, "GAME_BRIDGE_LAUNCH_HINT", "GAME_BRIDGE_LAUNCH")
+    manifest = ns.manifest or _env(env, "GAME_BRIDGE_MANIFEST")
+    if manifest:
+        cfg.manifest_file = Path(manifest).expanduser()
+    cfg.eager = bool(ns.eager)
+    if ns.timeout is not None:
+        try:
+            cfg.timeout_ms = int(ns.timeout)
+        except ValueError:
+            raise BridgeUsageError(f"--timeout must be a number of milliseconds, not {ns.timeout!r}.") from None
+        if not 1 <= cfg.timeout_ms <= 3_600_000:
+            raise BridgeUsageError(f"--timeout must be between 1 and 3600000 ms, not {cfg.timeout_ms}.")
+    return ParsedCli(config=cfg, help=bool(ns.help), version=bool(ns.version), parser=parser)
+
+
+def apply_project_config(config: Config, *, cwd: Path | None = None) -> Config:
+    """Find and read the project's ``gamebridge.json`` into ``config.declaration``.
+
+    ``--config`` / ``GAME_BRIDGE_CONFIG`` names the file (an error if it is wrong);
+    otherwise the nearest ``gamebridge.json`` walking up from ``cwd``. No file is not an
+    error: ``launch_instance`` explains what to write when it is called.
+    """
+    from .project import find_declaration, load_declaration
+
+    if config.config_file is not None:
+        config.declaration = load_declaration(config.config_file)
+        return config
+    found = find_declaration(cwd or Path.cwd())
+    if found is not None:
+        config.declaration = load_declaration(found)
+    return config
+
+
+__all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port",
+           "apply_project_config", "build_parser", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
+           "DEFAULT_TIMEOUT_MS", "__version__"]

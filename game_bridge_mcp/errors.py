@@ -1,0 +1,102 @@
+"""The errors the bridge reports, each carrying its fields and a reader-facing message.
+
+Messages are written for the reader, who is usually a model: what happened, what did
+not, and the next thing to try. The first word of an error's rendering is its name
+(``GameOffline: ...``), which is what an agent, a log reader and the CLI's exit codes
+key on. Lower layers raise these; the MCP adapter and the CLI are the only places that
+turn them into results and exit codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BridgeError(Exception):
+    """Base of every error the bridge reports to a caller."""
+
+    #: The CLI's exit code for this error type (documented in the README).
+    exit_code: int = 1
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields: dict[str, Any] = fields
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def render(self) -> str:
+        """``Name: message``: the text an agent sees."""
+        return f"{self.name}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.name, "message": self.message, **self.fields}
+
+
+class BridgeUsageError(BridgeError):
+    """The caller asked for something that cannot be done as asked (bad arguments,
+    a missing or wrong launch declaration, a boot failure)."""
+
+    exit_code = 2
+
+
+class GameOffline(BridgeError):
+    """Nothing (or nothing responsive) is answering on the port."""
+
+    exit_code = 3
+
+    def __init__(self, port: int, message: str | None = None, *,
+                 launch_hint: str | None = None, detail: str | None = None) -> None:
+        url = f"http://127.0.0.1:{port}"
+        text = message or f"No game is answering on {url}."
+        if detail:
+            text = f"{text} ({detail})"
+        if launch_hint:
+            text += "\nStart one with:\n  " + launch_hint.replace("{port}", str(port))
+        else:
+            text += ("\nStart one with launch_instance (needs a gamebridge.json), or find a "
+                     "running one with list_instances.")
+        super().__init__(text, port=port)
+        self.port = port
+
+
+class NotAGameSurface(BridgeError):
+    """Something answers on the port, but not as a game speaking the contract."""
+
+    exit_code = 4
+
+    def __init__(self, port: int, detail: str, *, path: str = "/health") -> None:
+        url = f"http://127.0.0.1:{port}"
+        if path == "/health":
+            text = (f"Something is listening on {url}, but it is not a debuggable game: "
+                    f"{detail}.\nA drivable game must answer GET /health with "
+                    '{"ok":true,"frame":N}. Check whether another process has taken this port.')
+        else:
+            text = (f"The game on {url} broke the contract: GET {path} {detail}.\n"
+                    "The bridge ignored that answer and keeps serving; check the game's "
+                    "debug endpoint (or whether another process has taken this port).")
+        super().__init__(text, port=port, path=path, detail=detail)
+        self.port = port
+        self.detail = detail
+
+
+class CommandTimeout(BridgeError):
+    """A command was accepted but not confirmed as applied within its deadline."""
+
+    exit_code = 5
+
+    def __init__(self, port: int, command: str, timeout_ms: int, *,
+                 message: str | None = None, **fields: Any) -> None:
+        text = message or (
+            f"Command '{command}' was queued on port {port} but was not applied within "
+            f"{timeout_ms}ms. The game accepted it, so it is probably blocked, frozen, or "
+            "on a screen that ignores this command.")
+        super().__init__(text, port=port, command=command, timeoutMs=timeout_ms, **fields)
+        self.port = port
+
+
+#: Every error type, in the order the CLI documents them.
+ERROR_TYPES: tuple[type[BridgeError], ...] = (
+    BridgeUsageError, GameOffline, NotAGameSurface, CommandTimeout)
