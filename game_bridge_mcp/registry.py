@@ -291,9 +291,13 @@ def _read_file(path: Path, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def _reject_constant(name: str) -> Any:
+    raise InvalidEntry(f"is not valid JSON (it uses {name}, which JSON does not allow)")
+
+
 def _decode(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=lambda _name: None)
+        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise InvalidEntry("is not UTF-8 text") from None
     except RecursionError:
