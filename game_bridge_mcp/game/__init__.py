@@ -1,0 +1,17 @@
+"""Make a Python game drivable by game-bridge-mcp: the game side of the contract.
+
+``GameBridge`` serves ``/health``, ``/state``, ``/command`` and ``/tools`` on loopback,
+queues commands for the game's own thread, publishes ``completedCommandId``, writes
+the registry entry and handles ``close``. Standard library only; importing this
+package imports neither the MCP SDK nor psutil. ``python -m game_bridge_mcp.game.demo``
+is a small game built on it.
+"""
+
+from __future__ import annotations
+
+from ._args import ArgumentError
+from .kit import (DEBUG_PORT_ENV, PROTOCOL, GameBridge, RawJson, debug_port_from_argv,
+                  encode_state)
+
+__all__ = ["ArgumentError", "DEBUG_PORT_ENV", "GameBridge", "PROTOCOL", "RawJson",
+           "debug_port_from_argv", "encode_state"]
