@@ -84,6 +84,8 @@ class Config:
     eager: bool = False
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     declaration: "LaunchDeclaration | None" = None
+    #: Why the declaration found by walking up could not be read (reported on launch).
+    declaration_error: "BridgeUsageError | None" = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def default_port(self) -> int:

@@ -1,0 +1,541 @@
+"""The Bridge: the seven tools and the bridge toolset as plain, synchronous methods.
+
+Every method returns a JSON-ready dict or raises a BridgeError; the MCP adapter and the
+``call`` CLI are thin shells around ``Bridge.run_tool``. The Bridge owns the per-instance
+state (a GameClient, the cached manifest, the last frame seen, a lock that serialises
+commands to that instance); the Launcher owns the processes it started.
+
+Manifest cache invalidation: a ``frame`` that goes backwards (a new process on the
+port), a name that misses (one re-fetch), and the instance going offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .client import GameClient, _as_int
+from .composites import Composite, CompositeContext, check_composites
+from .config import Config, check_port
+from .digest import all_events, get_path, json_equal, summarise
+from .errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
+from .manifest import Manifest, ToolSpec, args_to_schema, fallback_manifest, load_manifest_file, normalise_manifest
+from .tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, check_arguments, tool_def
+from .transport import Opener
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float, float | None, str], None]
+MAX_WAIT_MS = 600_000
+
+
+@dataclass
+class _Instance:
+    """What the bridge knows about one port. Owned by the Bridge."""
+
+    client: GameClient
+    command_lock: threading.Lock = field(default_factory=threading.Lock)
+    manifest: Manifest | None = None
+    manifest_key: str | None = None
+    last_frame: int | None = None
+
+
+class Bridge:
+    """Drive any game that serves the contract. Thread-safe: calls to different ports run
+    in parallel; commands to one port are serialised."""
+
+    def __init__(self, config: Config | None = None, *, opener: Opener | None = None,
+                 launcher: Any = None, composites: Sequence[Composite] = (),
+                 on_manifest_change: Callable[[int], None] | None = None) -> None:
+        self.config = config or Config()
+        self._opener = opener
+        self._launcher = launcher
+        self._launcher_lock = threading.Lock()
+        self.composites = check_composites(composites, BRIDGE_TOOL_NAMES | {t.name for t in TOOLS})
+        self.on_manifest_change = on_manifest_change
+        self._instances: dict[int, _Instance] = {}
+        self._lock = threading.Lock()
+        self._file_manifest: Manifest | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+    def _instance(self, port: int) -> _Instance:
+        with self._lock:
+            inst = self._instances.get(port)
+            if inst is None:
+                inst = _Instance(GameClient(port, timeout_ms=self.config.timeout_ms, opener=self._opener,
+                                            launch_hint=self.config.effective_launch_hint()))
+                self._instances[port] = inst
+            return inst
+
+    def client(self, port: int) -> GameClient:
+        return self._instance(port).client
+
+    def _port(self, port: Any) -> int:
+        return self.config.resolve_port(port)
+
+    def _observe_frame(self, port: int, frame: Any) -> None:
+        frame = _as_int(frame)
+        if frame is None:
+            return
+        inst = self._instance(port)
+        with self._lock:
+            restarted = inst.last_frame is not None and frame < inst.last_frame
+            inst.last_frame = frame
+            if restarted:
+                log.info("port %s: frame went back (%s); a new process - dropping its manifest", port, frame)
+                inst.manifest = None
+                inst.client.health_has_completed_id = None
+
+    def forget(self, port: int) -> None:
+        """Drop what is cached about a port (it went offline or was stopped)."""
+        with self._lock:
+            inst = self._instances.get(port)
+            if inst is not None:
+                inst.manifest = None
+                inst.last_frame = None
+                inst.client.health_has_completed_id = None
+
+    def _guarded(self, port: int, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except GameOffline:
+            self.forget(port)
+            raise
+
+    # ------------------------------------------------------------------ manifests
+    def _manifest_from_file(self) -> Manifest | None:
+        if self.config.manifest_file is None:
+            return None
+        if self._file_manifest is None:
+            self._file_manifest = load_manifest_file(self.config.manifest_file)
+        return self._file_manifest
+
+    def manifest(self, port: int, *, refresh: bool = False) -> Manifest:
+        """The instance's manifest: cached; ``refresh`` re-fetches ``GET /tools``."""
+        inst = self._instance(port)
+        with self._lock:
+            cached = inst.manifest
+        if cached is not None and not refresh:
+            return cached
+        manifest = self._guarded(port, lambda: self._fetch_manifest(inst.client))
+        key = repr((manifest.source, manifest.game, [t.to_dict() for t in manifest.tools()]))
+        with self._lock:
+            changed = inst.manifest_key is not None and inst.manifest_key != key
+            inst.manifest, inst.manifest_key = manifest, key
+        if changed and self.on_manifest_change is not None:
+            try:
+                self.on_manifest_change(port)
+            except Exception:  # a listener's failure must not fail the call
+                log.exception("manifest change listener failed")
+        return manifest
+
+    def _fetch_manifest(self, client: GameClient) -> Manifest:
+        try:
+            doc = client.tools()
+        except NotAGameSurface as exc:
+            # A broken /tools must not take the instance offline: fall back, and say why.
+            client.health()  # but a port that is not a game at all is reported as such
+            return fallback_manifest(reason=f"GET /tools was unusable: {exc.detail}")
+        if doc is None:
+            return self._manifest_from_file() or fallback_manifest()
+        return normalise_manifest(doc, source="game")
+
+    def _composites_for(self, manifest: Manifest) -> list[Composite]:
+        name = manifest.game.get("name") if isinstance(manifest.game, Mapping) else None
+        return [c for c in self.composites if c.suits(name)]
+
+    def _composite_schema(self, composite: Composite) -> dict[str, Any]:
+        schema, _problems = args_to_schema(composite.args, reserved_args=frozenset({"port"}))
+        return schema
+
+    # ------------------------------------------------------------------ dispatch
+    def run_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *,
+                 progress: Progress | None = None) -> dict[str, Any]:
+        """Run one of the seven tools by its MCP name, with the spec's argument names."""
+        tool = tool_def(name)
+        if tool is None or tool not in TOOLS:
+            known = ", ".join(t.name for t in TOOLS)
+            raise BridgeUsageError(f"Unknown tool '{name}'. The tools are: {known}. Game and bridge tools are reached through call_tool.")
+        args = check_arguments(name, tool.input_schema, arguments)
+        if name == "launch_instance":
+            return self.launch_instance(port=args.get("port"), timeout_ms=args.get("timeoutMs"), progress=progress)
+        if name == "list_instances":
+            return self.list_instances(range=args.get("range"), registry=args.get("registry"),
+                                       scan=args.get("scan"), prune=bool(args.get("prune", False)))
+        if name == "stop_instance":
+            return self.stop_instance(port=args.get("port"), grace_ms=args.get("graceMs"))
+        if name == "instance_log":
+            return self.instance_log(port=args.get("port"), lines=args.get("lines"), since=args.get("since"))
+        if name == "list_toolsets":
+            return self.list_toolsets(port=args.get("port"))
+        if name == "describe_toolset":
+            return self.describe_toolset(name=args["name"], port=args.get("port"))
+        return self.call_tool(name=args["name"], arguments=args.get("arguments"), port=args.get("port"),
+                              progress=progress)
+
+    # ------------------------------------------------------------------ launcher
+    def launcher(self) -> Any:
+        with self._launcher_lock:
+            if self._launcher is None:
+                from .launcher import Launcher
+                self._launcher = Launcher(self.config, opener=self._opener)
+            return self._launcher
+
+    def launched_ports(self) -> list[int]:
+        return list(self._launcher.launched_ports()) if self._launcher is not None else []
+
+    def launch_instance(self, *, port: Any = None, timeout_ms: Any = None,
+                        progress: Progress | None = None) -> dict[str, Any]:
+        explicit = check_port(port) if port is not None else None
+
+        def report(elapsed_ms: float, total_ms: float, line: str) -> None:
+            if progress is not None:
+                progress(elapsed_ms, total_ms, line)
+
+        result = self.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report)
+        self.forget(int(result["port"]))
+        return result
+
+    def stop_instance(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        launcher = self._launcher
+        if launcher is None or not launcher.is_launched(target):
+            raise BridgeUsageError(
+                f"Port {target} was not launched by this bridge, so stop_instance will not signal it. "
+                f"Ask the game to close itself instead: call_tool {{\"port\": {target}, \"name\": \"close\"}}.",
+                port=target)
+        result = launcher.stop(target, grace_ms=3000 if grace_ms is None else int(grace_ms))
+        self.forget(target)
+        return result
+
+    def instance_log(self, *, port: Any = None, lines: Any = None, since: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        launcher = self._launcher
+        if launcher is None or not launcher.is_launched(target):
+            raise BridgeUsageError(
+                f"Port {target} was not launched by this bridge, so it has no captured output. "
+                "instance_log covers instances started with launch_instance; see list_instances for what runs where.",
+                port=target)
+        return launcher.log(target, lines=50 if lines is None else int(lines), since=since)
+
+    # ------------------------------------------------------------------ discovery
+    def list_instances(self, *, range: str | None = None, registry: bool | None = None,
+                       scan: bool | None = None, prune: bool = False) -> dict[str, Any]:
+        from .discovery import discover
+
+        return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
+                        use_scan=scan, prune=prune, launched_ports=self.launched_ports(),
+                        manifest_for=self._manifest_for_discovery)
+
+    def _manifest_for_discovery(self, port: int) -> Manifest:
+        return self.manifest(port)
+
+    # ------------------------------------------------------------------ toolsets
+    def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        manifest = self.manifest(target)
+        composites = self._composites_for(manifest)
+        toolsets: list[dict[str, Any]] = [
+            {"name": ts.name, "description": ts.description, "tools": [t.name for t in ts.tools]}
+            for ts in manifest.toolsets]
+        toolsets.append({"name": "bridge", "description": "The bridge's own tools, for every conforming game"
+                         + (", and composites registered for this game." if composites else "."),
+                         "tools": [t.name for t in BRIDGE_TOOLS] + [c.name for c in composites]})
+        toolsets.append({"name": "passthrough", "description": manifest.passthrough.get("description", ""),
+                         "examples": list(manifest.passthrough.get("examples", []))})
+        result: dict[str, Any] = {"port": target, **self._identity(manifest), "toolsets": toolsets,
+                                  "next": "describe_toolset {port, name} gives exact schemas; call_tool {port, name, arguments} runs a tool."}
+        if manifest.source == "fallback":
+            result["note"] = ("This game publishes no command list (GET /tools). Send commands with call_tool "
+                              "name 'raw_command' (or any name: unknown names pass straight through) and read "
+                              "the results with get_state.")
+        diagnostics = manifest.to_diagnostics()
+        if diagnostics.get("dropped") or diagnostics.get("problems"):
+            result["diagnostics"] = diagnostics
+        return result
+
+    @staticmethod
+    def _identity(manifest: Manifest) -> dict[str, Any]:
+        game = manifest.game if isinstance(manifest.game, Mapping) else {}
+        out: dict[str, Any] = {}
+        for key in ("name", "version", "protocol"):
+            if game.get(key) is not None:
+                out["game" if key == "name" else key] = game[key]
+        out["manifest"] = manifest.source
+        return out
+
+    def describe_toolset(self, *, name: str, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        manifest = self.manifest(target)
+        if name == "bridge":
+            tools = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema,
+                      "readOnly": t.read_only} for t in BRIDGE_TOOLS]
+            tools += [{"name": c.name, "description": c.description, "inputSchema": self._composite_schema(c),
+                       "composite": True} for c in self._composites_for(manifest)]
+            return {"port": target, "name": "bridge",
+                    "description": "The bridge's own tools. Call them with call_tool {port, name, arguments}.",
+                    "tools": tools}
+        if name == "passthrough":
+            return {"port": target, "name": "passthrough", **manifest.passthrough,
+                    "usage": "call_tool {port, name: '<command>', arguments: {...}} sends any command the game "
+                             "accepts, published or not; arguments become query parameters. If the game rejects "
+                             "the name you get the list of what it accepts."}
+        toolset = manifest.toolset(name)
+        if toolset is None:
+            manifest = self.manifest(target, refresh=True)
+            toolset = manifest.toolset(name)
+        if toolset is None:
+            known = ", ".join(manifest.toolset_names() + ["bridge", "passthrough"])
+            raise BridgeUsageError(f"Port {target} has no toolset '{name}'. Its toolsets are: {known}.", port=target)
+        return {"port": target, "name": toolset.name, "description": toolset.description,
+                "tools": [{"name": t.name, "description": t.description, "inputSchema": t.input_schema,
+                           **({"command": t.command} if t.command != t.name else {}),
+                           **({"sync": False} if not t.sync else {})} for t in toolset.tools]}
+
+    # ------------------------------------------------------------------ call_tool
+    def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None,
+                  progress: Progress | None = None) -> dict[str, Any]:
+        """The spec's resolution order: bridge tools and composites, the manifest (one
+        re-fetch on a miss), then passthrough."""
+        if not isinstance(name, str) or not name.strip():
+            raise BridgeUsageError("call_tool needs 'name': the tool to run (see list_toolsets).")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise BridgeUsageError(f"call_tool: 'arguments' must be a JSON object, not {type(arguments).__name__}.")
+        args = dict(arguments)
+        inner_port = args.pop("port", None)
+        if port is not None and inner_port is not None and check_port(port) != check_port(inner_port):
+            raise BridgeUsageError(f"call_tool got two different ports ({port} and arguments.port {inner_port}); give one.")
+        target = self._port(port if port is not None else inner_port)
+        if name in BRIDGE_TOOL_NAMES:
+            return self._bridge_tool(name, target, args)
+        composite = next((c for c in self.composites if c.name == name), None)
+        if composite is not None:
+            manifest = self.manifest(target)
+            if composite.suits(manifest.game.get("name")):
+                return self._run_composite(composite, target, args)
+        spec = self._find_tool(target, name)
+        if spec is not None:
+            check_arguments(name, spec.input_schema, args)
+            return self.run_command(target, spec.command, args, sync=spec.sync, tool=name, via="manifest")
+        return self._passthrough(target, name, args)
+
+    def _find_tool(self, port: int, name: str) -> ToolSpec | None:
+        spec = self.manifest(port).find(name)
+        if spec is None:
+            spec = self.manifest(port, refresh=True).find(name)
+        return spec
+
+    def _passthrough(self, port: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.run_command(port, name, args, tool=name, via="passthrough")
+        except BridgeUsageError as exc:
+            if not exc.fields.get("rejected"):
+                raise
+            manifest = self.manifest(port)
+            answer = exc.fields.get("answer") or {}
+            listed = answer.get("commands") if isinstance(answer, Mapping) else None
+            accepted = sorted({t.name for t in manifest.tools()}
+                              | {str(c) for c in (listed if isinstance(listed, list) else []) if isinstance(c, (str, int))}
+                              | set(BRIDGE_TOOL_NAMES) | {c.name for c in self._composites_for(manifest)})
+            raise BridgeUsageError(
+                f"{exc.message} It is not in the game's manifest either. This instance accepts: "
+                f"{', '.join(accepted)[:2000]}. Call list_toolsets for descriptions.",
+                port=port, command=name, accepted=accepted) from None
+
+    def _run_composite(self, composite: Composite, port: int, args: dict[str, Any]) -> dict[str, Any]:
+        check_arguments(composite.name, self._composite_schema(composite), args)
+        ctx = CompositeContext(self, port, args)
+        try:
+            value = composite.run(ctx)
+        except BridgeError:
+            raise
+        except Exception as exc:  # a host's bug becomes a structured error; the server keeps serving
+            log.exception("composite %s failed", composite.name)
+            raise BridgeUsageError(
+                f"Composite '{composite.name}' failed on port {port}: {type(exc).__name__}: {str(exc)[:500]}. "
+                "This is an error in the composite's code, not in the game.",
+                port=port, tool=composite.name, exception=type(exc).__name__) from None
+        result = value if isinstance(value, dict) else {"result": value}
+        return {"port": port, "tool": composite.name, "via": "composite", **result}
+
+    def run_command(self, port: int, command: str, args: Mapping[str, Any] | None = None, *,
+                    sync: bool = True, timeout_ms: int | None = None, tool: str | None = None,
+                    via: str = "raw", include_state: bool = False) -> dict[str, Any]:
+        """Send a command, wait for its confirmation, return the result digest."""
+        if command == "close":
+            return self.close(port=port, grace_ms=timeout_ms)
+        inst = self._instance(port)
+
+        def send() -> dict[str, Any]:
+            with inst.command_lock:
+                return inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync)
+
+        outcome = self._guarded(port, send)
+        self._observe_frame(port, outcome["answer"].get("frame"))
+        result: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command}
+        confirmation = outcome["confirmation"]
+        result["applied"] = {"completedCommandId": True, "frames-advanced": True}.get(confirmation, False if confirmation == "not-waited" else None)
+        if outcome.get("commandId") is not None:
+            result["commandId"] = outcome["commandId"]
+        result["confirmation"] = confirmation
+        state = outcome.get("state")
+        if isinstance(state, dict):
+            self._observe_frame(port, state.get("frame"))
+            digest = summarise(state)
+            for key in ("completedCommandId", "simFrame", "paused"):
+                digest.pop(key, None)
+            result.update(digest)
+            if include_state:
+                result["state"] = state
+        elif confirmation == "not-waited":
+            result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
+        return result
+
+    # ------------------------------------------------------------------ bridge toolset
+    def _bridge_tool(self, name: str, port: int, args: dict[str, Any]) -> dict[str, Any]:
+        tool = tool_def(name)
+        assert tool is not None
+        args = check_arguments(name, tool.input_schema, args)
+        if name == "get_state":
+            return self.get_state(port=port, summary=bool(args.get("summary", False)))
+        if name == "get_health":
+            return self.get_health(port=port)
+        if name == "raw_command":
+            cmd_args = args.get("args") or {}
+            return self.run_command(port, args["command"], cmd_args, sync=args.get("sync", True) is not False,
+                                    timeout_ms=args.get("timeoutMs"), via="raw")
+        if name == "wait_for":
+            return self.wait_for(port=port, path=args.get("path"), equals=args.get("equals"),
+                                 has_equals="equals" in args, changes=bool(args.get("changes", False)),
+                                 event=args.get("event"), timeout_ms=args.get("timeoutMs"))
+        return self.close(port=port, grace_ms=args.get("graceMs"))
+
+    def get_state(self, *, port: Any = None, summary: bool = False) -> dict[str, Any]:
+        target = self._port(port)
+        state = self._guarded(target, lambda: self.client(target).state())
+        self._observe_frame(target, state.get("frame"))
+        if summary:
+            return {"port": target, **summarise(state)}
+        return state
+
+    def get_health(self, *, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        health = self._guarded(target, lambda: self.client(target).health())
+        self._observe_frame(target, health.get("frame"))
+        return {"port": target, **health}
+
+    def close(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        grace = 5000 if grace_ms is None else int(grace_ms)
+        inst = self._instance(target)
+        inst.client.health()  # a dead port is GameOffline, not a successful close
+        with inst.command_lock:
+            quiet = inst.client.close_and_wait(grace)
+        self.forget(target)
+        result = {"port": target, "tool": "close", "closed": quiet,
+                  "confirmation": "port-quiet" if quiet else "still-answering"}
+        if not quiet:
+            result["note"] = (f"The game was asked to close but port {target} still answers after {grace}ms. "
+                              + ("It was launched by this bridge: stop_instance escalates." if target in self.launched_ports()
+                                 else "Check the game's window or log."))
+        return result
+
+    def wait_for(self, *, port: Any = None, path: str | None = None, equals: Any = None,
+                 has_equals: bool = False, changes: bool = False, event: str | None = None,
+                 timeout_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        modes = sum([has_equals, changes, event is not None])
+        if modes != 1:
+            raise BridgeUsageError("wait_for needs exactly one condition: path + equals, path + changes: true, or event.")
+        if (has_equals or changes) and not path:
+            raise BridgeUsageError("wait_for: 'path' is required with 'equals' or 'changes' (a dotted path into /state, e.g. 'game.score').")
+        total_ms = 5000 if timeout_ms is None else min(int(timeout_ms), MAX_WAIT_MS)
+        client = self.client(target)
+        started = time.monotonic()
+        deadline = started + total_ms / 1000.0
+        interval = 0.001
+        polls = 0
+        initial: tuple[bool, Any] | None = None
+        found, value, last_state = False, None, {}
+        while True:
+            remaining = max(1, int((deadline - time.monotonic()) * 1000))
+            state = self._guarded(target, lambda: client.state(timeout_ms=remaining))
+            polls += 1
+            last_state = state
+            self._observe_frame(target, state.get("frame"))
+            matched = False
+            if event is not None:
+                hits = [e for e in all_events(state) if event in e]
+                matched, value = bool(hits), (hits[-1] if hits else None)
+                found = matched
+            else:
+                found, value = get_path(state, path or "")
+                if has_equals:
+                    matched = found and json_equal(value, equals)
+                else:
+                    if initial is None:
+                        initial = (found, value)
+                    else:
+                        matched = (found, value) != initial and not (found and initial[0] and json_equal(value, initial[1]))
+            now = time.monotonic()
+            if matched or now >= deadline:
+                break
+            interval = min(interval * 1.5, max(0.025, 2 * client.state_cost_s))
+            time.sleep(min(interval, max(0.0, deadline - now)))
+        result: dict[str, Any] = {"port": target, "tool": "wait_for", "matched": matched}
+        if event is not None:
+            result["event"] = event
+            if matched:
+                result["value"] = value
+        else:
+            result["path"] = path
+            result["value" if matched else "lastValue"] = value
+            if not found:
+                result["pathFound"] = False
+            if changes and initial is not None:
+                result["initialValue"] = initial[1]
+        result.update({"elapsedMs": int((time.monotonic() - started) * 1000), "polls": polls})
+        if isinstance(last_state.get("frame"), (int, float)):
+            result["frame"] = last_state["frame"]
+        if not matched:
+            result["note"] = f"Not matched within {total_ms}ms."
+        return result
+
+    # ------------------------------------------------------------------ eager
+    def eager_targets(self) -> list[tuple[int, Manifest]]:
+        """Instances whose tools ``--eager`` advertises: every live port found by discovery."""
+        ports: set[int] = {self.config.default_port()}
+        try:
+            report = self.list_instances()
+            ports |= {int(e["port"]) for e in report.get("live", [])}
+        except BridgeError as exc:
+            log.info("eager discovery failed: %s", exc.render())
+        out = []
+        for port in sorted(ports):
+            try:
+                out.append((port, self.manifest(port)))
+            except BridgeError:
+                continue
+        return out
+
+    # ------------------------------------------------------------------ lifecycle
+    def shutdown(self) -> None:
+        """Stop everything this bridge launched. Idempotent; bounded in time."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._launcher is not None:
+            try:
+                self._launcher.shutdown()
+            except Exception:
+                log.exception("launcher shutdown failed")
+
+
+def iter_tools() -> Iterable[str]:
+    return (t.name for t in TOOLS)

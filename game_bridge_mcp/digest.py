@@ -1,0 +1,126 @@
+"""Reading a game's ``/state``: the compact digest, dotted paths and recent events.
+
+Pure functions over the decoded JSON. The digest keeps what an agent needs after every
+command (frame, screen, visible element labels, scalar ``game`` fields, recent events)
+and leaves out nested arrays and objects, which is where megabyte entity lists live.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+MAX_EVENTS = 10
+MAX_STRING = 300
+MAX_FIELDS = 64
+MAX_LABELS = 50
+_SCALARS = (str, int, float, bool, type(None))
+_MISSING = object()
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        return value[: MAX_STRING - 1] + "…"
+    return value
+
+
+def event_text(event: Any) -> str | None:
+    """``{"m": "merge:cherry"}`` or ``"merge:cherry"`` -> ``"merge:cherry"``."""
+    if isinstance(event, str):
+        return _short(event)
+    if isinstance(event, Mapping):
+        m = event.get("m")
+        if isinstance(m, _SCALARS) and m is not None:
+            return _short(str(m))
+        try:
+            return _short(json.dumps(event, separators=(",", ":"), default=str))
+        except (TypeError, ValueError, RecursionError):
+            return None
+    if isinstance(event, (int, float)) and not isinstance(event, bool):
+        return str(event)
+    return None
+
+
+def all_events(state: Mapping[str, Any]) -> list[str]:
+    events = state.get("events")
+    if not isinstance(events, list):
+        return []
+    return [text for text in (event_text(e) for e in events) if text is not None]
+
+
+def recent_events(state: Mapping[str, Any], limit: int = MAX_EVENTS) -> list[str]:
+    return all_events(state)[-limit:]
+
+
+def summarise(state: Any) -> dict[str, Any]:
+    """The compact digest of a ``/state`` snapshot: scalars only, bounded in size."""
+    if not isinstance(state, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("frame", "simFrame", "completedCommandId", "paused"):
+        value = state.get(key, _MISSING)
+        if value is not _MISSING and isinstance(value, _SCALARS):
+            out[key] = _short(value)
+    ui = state.get("ui")
+    if isinstance(ui, Mapping):
+        screen = ui.get("screen")
+        if isinstance(screen, _SCALARS) and screen is not None:
+            out["screen"] = _short(str(screen))
+        elements = ui.get("elements")
+        if isinstance(elements, list):
+            labels = []
+            for element in elements:
+                if isinstance(element, Mapping) and element.get("visible", True) is not False:
+                    label = element.get("label")
+                    if isinstance(label, (str, int, float)) and not isinstance(label, bool):
+                        labels.append(_short(str(label)))
+                if len(labels) >= MAX_LABELS:
+                    break
+            out["elements"] = labels
+    game = state.get("game")
+    if isinstance(game, Mapping):
+        scalars = {}
+        for key, value in game.items():
+            if isinstance(value, _SCALARS):
+                scalars[_short(str(key))] = _short(value)
+                if len(scalars) >= MAX_FIELDS:
+                    break
+        out["game"] = scalars
+    out["events"] = recent_events(state)
+    return out
+
+
+def get_path(document: Any, path: str) -> tuple[bool, Any]:
+    """``get_path(state, "game.pieces.0.x")`` -> ``(found, value)``.
+
+    Segments are separated by dots; ``a[0]`` is accepted as ``a.0``. A digit segment
+    indexes a list (negative indexes count from the end)."""
+    text = path.replace("[", ".").replace("]", "")
+    current = document
+    for segment in (s for s in text.split(".") if s != ""):
+        if isinstance(current, Mapping):
+            if segment not in current:
+                return False, None
+            current = current[segment]
+        elif isinstance(current, list):
+            try:
+                index = int(segment)
+                current = current[index]
+            except (ValueError, IndexError):
+                return False, None
+        else:
+            return False, None
+    return True, current
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``1 == 1.0``, but ``True`` is not ``1`` and ``"1"`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b

@@ -1,0 +1,309 @@
+"""The MCP adapter: the only module that imports the MCP SDK.
+
+It wraps the synchronous Bridge behind the SDK's low-level server, which gives exact
+control over schemas, results and errors on both SDK majors (1.x decorators, 2.x
+constructor handlers). Blocking work never runs on the event loop: every tool call runs
+in a worker thread, so a slow game on one port never stalls calls to another.
+
+Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
+descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
+print, a launched game) can ever reach the protocol stream. Shutdown has one path: stdin
+EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()`` (which reaps launched
+instances) and then the process exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import io
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, Callable, Sequence
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import mcp.types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+
+from ._version import __version__
+from .bridge import Bridge
+from .composites import Composite
+from .config import Config
+from .errors import BridgeError
+from .tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef, check_arguments
+
+log = logging.getLogger("game_bridge_mcp")
+
+_SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
+#: Results larger than this carry text only (no duplicate structuredContent).
+STRUCTURED_LIMIT = 256 * 1024
+EAGER_PREFIX = "p"
+
+
+def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
+          schema: dict | None = None) -> types.Tool:
+    return types.Tool(name=name or defn.name, title=defn.title, description=description or defn.description,
+                      inputSchema=schema or defn.input_schema,
+                      annotations=types.ToolAnnotations(**defn.annotations()))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def result_of(value: dict[str, Any]) -> types.CallToolResult:
+    text = _dumps(value)
+    structured = value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict) else None
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structuredContent=structured, isError=False)
+
+
+def error_result(exc: BaseException) -> types.CallToolResult:
+    if isinstance(exc, BridgeError):
+        text, data = exc.render(), exc.to_dict()
+    elif isinstance(exc, RecursionError):
+        text = "NotAGameSurface: The game's answer is nested too deeply to handle; the bridge ignored it."
+        data = {"error": "NotAGameSurface"}
+    else:
+        log.error("internal error", exc_info=exc)
+        text = (f"InternalError: {type(exc).__name__}: {str(exc)[:500]}. This is a bug in game-bridge-mcp; "
+                "the server keeps serving. Details are on its stderr.")
+        data = {"error": "InternalError"}
+    try:
+        _dumps(data)
+    except (TypeError, ValueError, RecursionError):
+        data = {"error": data.get("error")}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structuredContent=data, isError=True)
+
+
+def _with_tools_changed(original: Callable[..., Any], notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+    return original(NotificationOptions(tools_changed=True), *args, **kwargs)
+
+
+class BridgeServer:
+    """The SDK server around one Bridge: the tool list, dispatch, progress, list_changed."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.eager = bridge.config.eager
+        self._limiter = anyio.CapacityLimiter(64)
+        self._session: Any = None
+        self._token: Any = None
+        self._eager_tools: dict[str, tuple[int, str]] = {}
+        if self.eager:
+            bridge.on_manifest_change = self._manifest_changed
+        if _SDK2:
+            self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
+                                 on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2)
+        else:
+            self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS)
+            self.server.list_tools()(self._list_tools_v1)
+            self.server.call_tool(validate_input=False)(self._call_tool_v1)
+        if self.eager:  # advertise tools.listChanged however the server is run (stdio or in-memory)
+            original = self.server.create_initialization_options
+            self.server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+                _with_tools_changed, original)
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=self.eager))
+
+
+    # ------------------------------------------------------------------ tool list
+    async def list_tools(self) -> list[types.Tool]:
+        tools = [_tool(t) for t in TOOLS]
+        if self.eager:
+            tools += await anyio.to_thread.run_sync(self._eager_tool_list, limiter=self._limiter)
+        return tools
+
+    def _eager_tool_list(self) -> list[types.Tool]:
+        tools = [_tool(t) for t in BRIDGE_TOOLS]
+        mapping: dict[str, tuple[int, str]] = {}
+        for port, manifest in self.bridge.eager_targets():
+            game = manifest.game.get("name") or "game"
+            for spec in manifest.tools():
+                flat = f"{EAGER_PREFIX}{port}_{spec.name}"[:64]
+                if flat in mapping:
+                    continue
+                mapping[flat] = (port, spec.name)
+                tools.append(types.Tool(
+                    name=flat, title=f"{spec.name} on port {port}",
+                    description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
+                    inputSchema=spec.input_schema,
+                    annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
+        self._eager_tools = mapping
+        return tools
+
+    def _manifest_changed(self, port: int) -> None:
+        session, token = self._session, self._token
+        if session is None or token is None:
+            return
+        try:
+            anyio.from_thread.run(session.send_tool_list_changed, token=token)
+        except Exception:
+            log.debug("could not send tools/list_changed", exc_info=True)
+
+    # ------------------------------------------------------------------ calls
+    def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
+        """Runs in a worker thread."""
+        if self.eager and name not in {t.name for t in TOOLS}:
+            if name in {t.name for t in BRIDGE_TOOLS}:
+                return self.bridge.call_tool(name=name, arguments=arguments, port=None)
+            target = self._eager_tools.get(name)
+            if target is not None:
+                port, tool = target
+                return self.bridge.call_tool(name=tool, arguments=arguments, port=port)
+        return self.bridge.run_tool(name, arguments, progress=progress)
+
+    async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
+        self._session = session
+        progress = None
+        if progress_token is not None and session is not None:
+            token = anyio.lowlevel.current_token()
+
+            def progress(done: float, total: float | None, message: str) -> None:
+                try:
+                    anyio.from_thread.run(functools.partial(
+                        session.send_progress_notification, progress_token, float(done),
+                        float(total) if total is not None else None, message or None), token=token)
+                except Exception:
+                    log.debug("progress notification failed", exc_info=True)
+
+        try:
+            value = await anyio.to_thread.run_sync(
+                functools.partial(self.dispatch, name, arguments or {}, progress),
+                limiter=self._limiter, abandon_on_cancel=True)
+            return result_of(value)
+        except Exception as exc:  # every failure becomes a result; the server keeps serving
+            return error_result(exc)
+
+    # ------------------------------------------------------------------ SDK glue
+    async def _list_tools_v1(self) -> list[types.Tool]:
+        self._remember_session(getattr(self.server.request_context, "session", None))
+        return await self.list_tools()
+
+    async def _call_tool_v1(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        ctx = self.server.request_context
+        meta = getattr(ctx, "meta", None)
+        token = getattr(meta, "progressToken", None) if meta is not None else None
+        self._remember_session(ctx.session)
+        return await self.call_tool(name, arguments, ctx.session, token)
+
+    async def _on_list_tools_v2(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self._remember_session(ctx.session)
+        return types.ListToolsResult(tools=await self.list_tools())
+
+    async def _on_call_tool_v2(self, ctx: Any, params: Any) -> types.CallToolResult:
+        meta = ctx.meta
+        token = None
+        if isinstance(meta, dict):
+            token = meta.get("progress_token", meta.get("progressToken"))
+        elif meta is not None:
+            token = getattr(meta, "progress_token", None) or getattr(meta, "progressToken", None)
+        self._remember_session(ctx.session)
+        return await self.call_tool(params.name, params.arguments, ctx.session, token)
+
+    def _remember_session(self, session: Any) -> None:
+        if session is not None:
+            self._session = session
+            try:
+                self._token = anyio.lowlevel.current_token()
+            except RuntimeError:
+                pass
+
+    async def run(self, read_stream: Any, write_stream: Any) -> None:
+        self._token = anyio.lowlevel.current_token()
+        await self.server.run(read_stream, write_stream, self.initialization_options())
+
+
+def build_server(config: Config, *, composites: Sequence[Composite] = (), bridge: Bridge | None = None) -> BridgeServer:
+    """The SDK server for a config (used by tests with the SDK's in-memory transport)."""
+    return BridgeServer(bridge or Bridge(config, composites=composites))
+
+
+# ---------------------------------------------------------------------- stdio
+def _claim_stdio() -> tuple[Any, Any]:
+    """Keep the protocol's fds private; point fd 0 at /dev/null and fd 1 at stderr."""
+    sys.stdout.flush()
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_in, "rb", buffering=0), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_out, "wb", buffering=0), encoding="utf-8", write_through=True))
+    return stdin, stdout
+
+
+class _Stop(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
+    """Serve over stdio until stdin closes or a signal arrives; then reap what was
+    launched and exit (``exit_process``) with 0, or 128 + the signal number."""
+    from mcp.server.stdio import stdio_server
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=os.environ.get("GAME_BRIDGE_LOG", "WARNING").upper(),
+                            format="game-bridge-mcp: %(levelname)s %(name)s: %(message)s")
+    bridge = Bridge(config, composites=composites)
+    app = BridgeServer(bridge)
+    stdin, stdout = _claim_stdio()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise _Stop(signum)
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, on_signal)
+
+    async def main() -> None:
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            await app.run(read_stream, write_stream)
+
+    code = 0
+    try:
+        anyio.run(main)
+    except _Stop as stop:
+        code = 128 + stop.signum
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    except BaseException as exc:  # an exception group wrapping our signal
+        stop = _find_stop(exc)
+        if stop is None:
+            log.exception("server failed")
+            code = 1
+        else:
+            code = 128 + stop.signum
+    finally:
+        for sig in previous:  # a second signal during reaping must not cut it short
+            signal.signal(sig, signal.SIG_IGN)
+        bridge.shutdown()
+        sys.stderr.flush()
+    if exit_process:
+        os._exit(code)
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+    return code
+
+
+def _find_stop(exc: BaseException) -> _Stop | None:
+    if isinstance(exc, _Stop):
+        return exc
+    for inner in getattr(exc, "exceptions", ()) or ():
+        found = _find_stop(inner)
+        if found is not None:
+            return found
+    return _find_stop(exc.__context__) if exc.__context__ is not None and exc.__context__ is not exc else None
