@@ -1,0 +1,258 @@
+"""The demo game: its rules (pure, in-process) and the real program (a child process
+driven over HTTP)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from game_bridge_mcp.client import GameClient
+from game_bridge_mcp.game.demo import (COLUMNS, MERGE_TICKS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
+                                       FruitMerge, RuleError, build, padding_json)
+from game_bridge_mcp.manifest import normalise_manifest
+from game_bridge_mcp.registry import read_registry
+from game_bridge_mcp.transport import loopback_opener
+
+from kitfakes import demo_process
+
+pytestmark = pytest.mark.timeout(60)
+
+MOVES = [0, -3, 3, 1, 1, -1, 0, 2, -2, 0, 0, 3, -3, 1, 2]
+
+
+def settle(game: FruitMerge, limit: int = 10_000) -> int:
+    frames = 0
+    while game.moving:
+        game.tick()
+        frames += 1
+        assert frames < limit, "the board never settled"
+    return frames
+
+
+def play(seed: int, moves: list[float]) -> tuple[dict[str, Any], list[str]]:
+    events: list[str] = []
+    game = FruitMerge(seed, emit=lambda m, **_f: events.append(m))
+    game.new_round()
+    for x in moves:
+        if game.state != "RUNNING":
+            break
+        game.drop(x)
+        settle(game)
+    return game.to_state(), events
+
+
+def test_same_seed_same_moves_same_game() -> None:
+    first, first_events = play(11, MOVES)
+    second, second_events = play(11, MOVES)
+    assert first == second and first_events == second_events
+    assert first["game"]["score"] > 0 and first["game"]["merges"] > 0
+    other, _ = play(12, MOVES)
+    assert other["game"] != first["game"]
+
+
+def test_drops_sent_while_moving_wait_their_turn_so_timing_does_not_matter() -> None:
+    rushed = FruitMerge(11)
+    rushed.new_round()
+    for x in MOVES:
+        if rushed.state == "RUNNING":
+            rushed.drop(x)  # all at once, no waiting
+    settle(rushed)
+    assert rushed.to_state()["game"] == play(11, MOVES)[0]["game"]
+
+
+def test_two_equal_pieces_merge_into_the_next_kind_and_score() -> None:
+    events: list[str] = []
+    game = FruitMerge(1, emit=lambda m, **_f: events.append(m))
+    game.new_round()
+    for _ in range(2):
+        game.current = 0  # a cherry
+        game.drop(0)
+        assert game.moving > 0
+        settle(game)
+    state = game.to_state()["game"]
+    assert state["board"][ROWS - 1][COLUMNS // 2] == "strawberry"
+    assert state["board"][ROWS - 2][COLUMNS // 2] is None
+    assert state["score"] == POINTS[1] and state["merges"] == 1 and state["moving"] == 0
+    assert "merge:cherry" in events and f"score:+{POINTS[1]}" in events
+
+
+def test_a_merge_that_completes_a_pair_chains() -> None:
+    game = FruitMerge(1)
+    game.new_round()
+    for kind in (1, 0, 0):  # strawberry, then two cherries: cherry+cherry -> strawberry -> grape
+        game.current = kind
+        game.drop(-3)
+        settle(game)
+    board = game.to_state()["game"]["board"]
+    assert board[ROWS - 1][0] == "grape" and game.merges == 2
+    assert game.score == POINTS[1] + POINTS[2]
+
+
+def test_a_full_column_ends_the_round() -> None:
+    events: list[str] = []
+    game = FruitMerge(1, emit=lambda m, **_f: events.append(m))
+    game.new_round()
+    for i in range(ROWS + 1):
+        if game.state != "RUNNING":
+            break
+        game.current = i % 2 + 2  # alternate grape/orange: no merges
+        game.drop(2)
+        settle(game)
+    assert game.state == "GAME_OVER" and game.screen == "GameOverScreen"
+    assert "gameover" in events and "screen:GameOverScreen" in events
+    with pytest.raises(RuleError, match="click Restart"):
+        game.drop(0)
+    labels = [e["label"] for e in game.elements() if e["visible"]]
+    assert "Restart" in labels and "Menu" in labels
+
+
+def test_screens_buttons_and_pause() -> None:
+    game = FruitMerge(3)
+    assert game.screen == "MenuScreen"
+    with pytest.raises(RuleError, match="click Start"):
+        game.drop(0)
+    with pytest.raises(RuleError, match="visible buttons: Start"):
+        game.click("Pause")
+    game.click("Start")
+    assert game.screen == "GameScreen" and game.state == "RUNNING"
+    game.click("Pause")
+    assert game.paused and {"label": "Resume", "visible": True, "kind": "button"} in game.elements()
+    game.drop(0)
+    frames = game.sim_frame
+    for _ in range(20):
+        game.tick()
+    assert game.sim_frame == frames and game.moving == 1  # paused: nothing moves
+    game.click("Resume")
+    settle(game)
+    game.click("Pause")
+    game.click("Menu")
+    assert game.screen == "MenuScreen"
+    with pytest.raises(RuleError, match="between -3 and 3"):
+        FruitMerge.column_for(4)
+
+
+def test_hold_swaps_pieces() -> None:
+    game = FruitMerge(5)
+    game.new_round()
+    current, following = game.current, game.next
+    game.hold()
+    assert game.held == current and game.current == following
+    game.hold()
+    assert game.held == following and game.current == current
+
+
+def test_screenshot_completes_some_frames_later(tmp_path: Path) -> None:
+    game = FruitMerge(1, screenshot_dir=tmp_path)
+    game.screenshot("../../etc/evil name")
+    assert game.to_state()["screenshots"] == {"pending": 1, "taken": 0, "last": None}
+    for _ in range(SCREENSHOT_FRAMES - 1):
+        game.tick()
+    assert game.to_state()["screenshots"]["pending"] == 1
+    game.tick()
+    shots = game.to_state()["screenshots"]
+    assert shots["pending"] == 0 and shots["taken"] == 1
+    assert Path(shots["last"]) == tmp_path / "etcevilname.txt"
+    assert "Fruit Merge" in Path(shots["last"]).read_text()
+
+
+def test_padding_is_about_the_requested_size_and_valid_json() -> None:
+    raw = padding_json(64)
+    assert raw is not None and 64 * 1024 <= len(raw.text) < 66 * 1024
+    assert isinstance(json.loads(raw.text), list)
+    assert padding_json(0) is None
+
+
+def test_the_demo_manifest_is_clean_and_has_both_toolsets() -> None:
+    bridge = build(FruitMerge(1), register=False)
+    manifest = normalise_manifest(bridge.manifest())
+    assert not manifest.dropped and not manifest.problems
+    assert manifest.toolset_names() == ["play", "flow"]
+    assert {t.name for t in manifest.tools()} == {"drop", "hold", "click", "restart", "set_seed",
+                                                  "pause", "screenshot"}
+    assert manifest.find("screenshot").sync is False
+    assert manifest.find("drop").input_schema["required"] == ["x"]
+    assert PIECES[0] == "cherry"
+
+
+# --------------------------------------------------------------------------- the real program
+
+def wait_for(client: GameClient, predicate: Any, timeout: float = 10.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = client.state()
+        if predicate(state):
+            return state
+        assert time.monotonic() < deadline, f"not reached; last state game={state.get('game')}"
+        time.sleep(0.005)
+
+
+def drive(port: int, seed: int, moves: list[float]) -> dict:
+    client = GameClient(port, timeout_ms=5000)
+    assert client.command_and_sync("set_seed", {"seed": seed})["confirmation"] == "completedCommandId"
+    for x in moves:
+        client.command_and_sync("drop", {"x": x})
+    return wait_for(client, lambda s: s["game"]["moving"] == 0)["game"]
+
+
+def test_the_demo_program_is_deterministic_across_processes_and_matches_the_rules(tmp_path: Path) -> None:
+    env = {"GAME_BRIDGE_INSTANCES": str(tmp_path / "instances")}
+    with demo_process("--hz", "1000", "--seed", "99", env=env) as one, \
+            demo_process("--hz", "1000", env=env) as two:
+        assert "seed 99" in one.banner
+        first, second = drive(one.port, 11, MOVES), drive(two.port, 11, MOVES)
+    expected = play(11, MOVES)[0]["game"]
+    assert first == second == expected
+
+
+def test_the_demo_program_serves_the_contract_and_closes_cleanly(tmp_path: Path) -> None:
+    instances = tmp_path / "instances"
+    shots = tmp_path / "shots"
+    with demo_process("--hz", "500", "--screenshot-dir", str(shots), "--state-padding-kb", "32",
+                      env={"GAME_BRIDGE_INSTANCES": str(instances)}) as demo:
+        client = GameClient(demo.port, timeout_ms=5000)
+        health = client.health()
+        assert health["ok"] is True and "completedCommandId" in health
+        entries = read_registry(instances).entries
+        assert [(e.port, e.pid, e.name) for e in entries] == [(demo.port, demo.proc.pid, "Fruit Merge")]
+        state = client.state()
+        assert state["ui"]["screen"] == "MenuScreen" and len(state["padding"]) > 100
+        assert client.command_and_sync("click", {"label": "Start"})["state"]["ui"]["screen"] == "GameScreen"
+        answer = client.command_and_sync("screenshot", {"name": "first"})
+        assert answer["state"]["screenshots"]["pending"] == 1  # applied, not finished
+        done = wait_for(client, lambda s: s["screenshots"]["pending"] == 0)
+        assert Path(done["screenshots"]["last"]) == shots / "first.txt"
+        assert any(e["m"] == "screenshot:saved" for e in done["events"])
+        rejected = client.command_and_sync("drop", {"x": 9})
+        assert rejected["state"]["lastCommand"]["ok"] is False
+        assert client.close_and_wait(5000) is True
+        assert demo.wait(10) == 0
+        assert read_registry(instances).entries == []
+
+
+def test_sigterm_stops_the_demo_and_removes_its_entry(tmp_path: Path) -> None:
+    instances = tmp_path / "instances"
+    with demo_process(env={"GAME_BRIDGE_INSTANCES": str(instances)}) as demo:
+        assert read_registry(instances).entries
+        demo.proc.send_signal(signal.SIGTERM)
+        assert demo.wait(10) == 0
+        assert read_registry(instances).entries == []
+        with pytest.raises(Exception):
+            loopback_opener(f"http://127.0.0.1:{demo.port}/health", timeout=1)
+
+
+def test_a_taken_port_fails_with_a_clear_message(tmp_path: Path) -> None:
+    with demo_process("--no-register") as first:
+        import subprocess
+        import sys
+
+        from kitfakes import REPO, child_env
+
+        out = subprocess.run([sys.executable, "-m", "game_bridge_mcp.game.demo", "--port", str(first.port),
+                              "--no-register"], capture_output=True, text=True, timeout=20,
+                             env=child_env(), cwd=str(REPO))
+        assert out.returncode == 1 and f"cannot serve on 127.0.0.1:{first.port}" in out.stderr
