@@ -1,0 +1,554 @@
+"""Discovery: every game instance on this machine, from the registry and a port scan,
+verified against the live port before anything is believed.
+
+Two sources, neither trusted on its own. Registry entries (see :mod:`.registry`) are
+advisory files that crashes leave behind; a port scan only sees what answers in a
+guessed range. So :func:`discover` probes every candidate port at once (registry
+ports, the scan range and the ports this bridge launched, in one parallel batch, each
+probe under a short deadline) and sorts each into the ``list_instances`` report:
+
+* ``live``: answered ``GET /health`` with ``{"ok": true}``. Identity (name, version,
+  toolsets) comes from the live ``/tools``; a registry entry adds only what the wire
+  cannot say (pid, cwd, start time) and only if its pid is still running.
+* ``stale``: a registry entry whose port does not answer as a game. Never an instance,
+  never deleted unless ``prune`` is asked for *and* the port is quiet *and* the pid is
+  gone.
+* ``notAGame``: a port answering HTTP that is not a game (the reason says what it said).
+* ``free``: scanned ports with nothing listening.
+* ``unresponsive`` (only when non-empty): scanned ports that accepted a connection but
+  did not answer within the probe deadline: a game still starting, a frozen one, or
+  another program.
+* ``registryProblems`` / ``registryNote`` (only when non-empty): files that could not be
+  used and why, entries whose host was not loopback (never contacted), a directory that
+  could not be read or was not consulted.
+
+Why the screen is read from ``/state`` under a cap: ``ui.screen`` is what tells five
+instances apart at a glance, but a game's ``/state`` can be megabytes. The probe uses
+``screen`` from ``/health`` when a game publishes it there (free); otherwise it fetches
+``/state`` with a 1 MiB cap and the probe deadline, and leaves ``screen`` out when the
+state is bigger or slower than that. Listing never costs a full parse of a huge state.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import selectors
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection, Mapping
+
+from .client import GameClient
+from .config import parse_port_spec
+from .errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
+from .manifest import Manifest, fallback_manifest, load_manifest_file, normalise_manifest, sanitise_text
+from .registry import (RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry,
+                       registry_dir)
+from .transport import HttpResponse, Opener, TransportError, loopback_opener
+
+log = logging.getLogger(__name__)
+
+#: Default deadline for one ``/health`` probe.
+DEFAULT_PROBE_TIMEOUT_MS = 300
+#: ``/tools`` gets at least this long: identity matters more than a fast listing.
+MIN_TOOLS_TIMEOUT_MS = 1000
+#: ``/state`` larger than this is not parsed just to read ``ui.screen``.
+STATE_SCREEN_MAX_BYTES = 1024 * 1024
+#: Upper bound on probe threads; the rest queue behind them (refused probes are fast).
+MAX_PROBE_THREADS = 64
+#: Sockets open at once in the connect sweep (keeps a 4096-port range under fd limits).
+CONNECT_BATCH = 256
+#: Caps on text copied from a game or a registry file into the report.
+SCREEN_LIMIT = 120
+IDENTITY_LIMIT = 200
+CWD_LIMIT = 1000
+
+DEFAULT_HOST = "127.0.0.1"
+
+ManifestFor = Callable[[int], Manifest]
+
+
+# --------------------------------------------------------------------------- probing
+
+@dataclass
+class Probe:
+    """What one ``host:port`` said. ``kind`` is ``live``, ``not-a-game``, ``refused``
+    (nothing listening) or ``unresponsive`` (accepted but no usable answer in time)."""
+
+    kind: str
+    reason: str = ""
+    frame: int | None = None
+    screen: str | None = None
+    manifest: Manifest | None = None
+    manifest_problem: str | None = None
+
+
+@dataclass
+class _Target:
+    host: str
+    port: int
+    scanned: bool = False
+    launched: bool = False
+    entries: list[RegistryEntry] = field(default_factory=list)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any, limit: int) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = sanitise_text(value, limit)
+    return text or None
+
+
+class _KindRecorder:
+    """Wraps an opener to remember why the last request failed (the transport's kind),
+    which GameClient folds into GameOffline for every 'nothing answered' case."""
+
+    def __init__(self, opener: Opener) -> None:
+        self._opener = opener
+        self.kind: str | None = None
+        self.detail: str = ""
+
+    def __call__(self, url: str, *, timeout: float, max_bytes: int) -> HttpResponse:
+        try:
+            return self._opener(url, timeout=timeout, max_bytes=max_bytes)
+        except TransportError as exc:
+            self.kind, self.detail = exc.kind, exc.detail
+            raise
+        except ConnectionRefusedError as exc:
+            self.kind, self.detail = "refused", str(exc)
+            raise
+        except OSError as exc:
+            self.kind, self.detail = "reset", str(exc)
+            raise
+
+
+class _ManifestFile:
+    """``--manifest FILE``, read at most once per listing and only if a game needs it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._value: Manifest | None = None
+        self._problem: str | None = None
+
+    def get(self) -> tuple[Manifest | None, str | None]:
+        if self._path is None:
+            return None, None
+        with self._lock:
+            if not self._loaded:
+                self._loaded = True
+                try:
+                    self._value = load_manifest_file(self._path)
+                except BridgeError as exc:
+                    self._problem = exc.message
+            return self._value, self._problem
+
+
+def _default_manifest(client: GameClient, timeout_ms: int,
+                      manifest_file: _ManifestFile) -> tuple[Manifest, str | None]:
+    """The manifest a Bridge would use, for callers without a Bridge cache: the live
+    ``/tools``, else ``--manifest FILE`` when ``/tools`` is 404, else the fallback."""
+    try:
+        doc = client.tools(timeout_ms=timeout_ms)
+    except BridgeError as exc:
+        reason = f"GET /tools failed: {getattr(exc, 'detail', None) or exc.message.splitlines()[0]}"
+        return fallback_manifest(reason=reason), reason
+    if doc is None:
+        from_file, problem = manifest_file.get()
+        if from_file is not None:
+            return from_file, None
+        return fallback_manifest(), problem
+    return normalise_manifest(doc, source="game"), None
+
+
+def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
+               details: bool = True, manifest_for: ManifestFor | None = None,
+               manifest_file: _ManifestFile | None = None) -> Probe:
+    """Probe one port: ``/health`` under ``timeout_ms``; for a live game also its
+    screen and manifest. Never raises."""
+    recorder = _KindRecorder(opener)
+    try:
+        client = GameClient(port, host=host, timeout_ms=timeout_ms, opener=recorder)
+        health = client.health()
+    except GameOffline as exc:
+        if recorder.kind == "refused":
+            return Probe("refused", "nothing is listening")
+        if recorder.kind == "timeout":
+            return Probe("unresponsive", f"accepted a connection but did not answer GET /health "
+                                         f"within {timeout_ms}ms")
+        detail = recorder.detail or exc.message.splitlines()[0]
+        return Probe("unresponsive", f"the connection broke during GET /health ({detail})")
+    except NotAGameSurface as exc:
+        return Probe("not-a-game", exc.detail)
+    except Exception as exc:  # a probe never breaks a listing
+        log.debug("probe of %s:%d failed", host, port, exc_info=True)
+        return Probe("unresponsive", f"the probe failed ({type(exc).__name__}: {exc})"[:300])
+    result = Probe("live", frame=_int(health.get("frame")))
+    if not details:
+        return result
+    result.screen = _text(health.get("screen"), SCREEN_LIMIT)
+    if result.screen is None:
+        result.screen = _screen_from_state(client, timeout_ms)
+    try:
+        if manifest_for is not None and host == DEFAULT_HOST:
+            result.manifest = manifest_for(port)
+        else:
+            result.manifest, result.manifest_problem = _default_manifest(
+                client, max(timeout_ms, MIN_TOOLS_TIMEOUT_MS), manifest_file or _ManifestFile(None))
+    except Exception as exc:
+        reason = exc.message.splitlines()[0] if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
+        log.debug("manifest for port %d failed", port, exc_info=True)
+        result.manifest = fallback_manifest(reason=f"the manifest could not be read: {reason}"[:300])
+        result.manifest_problem = reason[:300]
+    return result
+
+
+def _screen_from_state(client: GameClient, timeout_ms: int) -> str | None:
+    try:
+        state = client.state(timeout_ms=timeout_ms, max_bytes=STATE_SCREEN_MAX_BYTES)
+    except BridgeError as exc:
+        log.debug("no screen for port %d: %s", client.port, exc.message.splitlines()[0])
+        return None
+    ui = state.get("ui")
+    return _text(ui.get("screen"), SCREEN_LIMIT) if isinstance(ui, dict) else None
+
+
+def _probe_all(targets: list[_Target], run: Callable[[_Target], Probe]) -> list[Probe]:
+    """Run ``run`` over every target in parallel; results in target order."""
+    if not targets:
+        return []
+    if len(targets) == 1:
+        return [run(targets[0])]
+    workers = min(len(targets), MAX_PROBE_THREADS)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gb-probe") as pool:
+        return list(pool.map(run, targets))
+
+
+_IN_PROGRESS = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY,
+                getattr(errno, "WSAEWOULDBLOCK", errno.EWOULDBLOCK)}
+
+
+def connect_sweep(addresses: list[tuple[str, int]], timeout_s: float) -> list[str]:
+    """Non-blocking connects to every ``(host, port)`` at once, from this thread, under
+    one deadline: ``refused``, ``open`` (something accepted), ``pending`` (no answer to
+    the connect within the deadline) or ``error`` (let the HTTP probe decide).
+
+    Why: most scanned ports have nothing on them, and a thread per port costs more
+    than the probe (64 threads on two CPUs took three times as long as probing the same
+    ports one by one). The sweep settles every quiet port in a few milliseconds without
+    a thread or an HTTP request; only ports where something listens get an HTTP probe.
+    """
+    results = ["error"] * len(addresses)
+    for start in range(0, len(addresses), CONNECT_BATCH):
+        pending: dict[int, socket.socket] = {}
+        selector = selectors.DefaultSelector()
+        try:
+            for index in range(start, min(start + CONNECT_BATCH, len(addresses))):
+                host, port = addresses[index]
+                try:
+                    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                         socket.SOCK_STREAM)
+                except OSError:
+                    continue
+                sock.setblocking(False)
+                code = sock.connect_ex((host, port))
+                if code in _IN_PROGRESS:
+                    pending[index] = sock
+                    selector.register(sock, selectors.EVENT_WRITE, index)
+                    continue
+                results[index] = ("open" if code == 0 else
+                                  "refused" if code == errno.ECONNREFUSED else "error")
+                sock.close()
+            deadline = time.monotonic() + timeout_s
+            while pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                for key, _events in selector.select(remaining):
+                    index = key.data
+                    sock = pending.pop(index)
+                    selector.unregister(sock)
+                    code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    results[index] = ("open" if code == 0 else
+                                      "refused" if code == errno.ECONNREFUSED else "error")
+                    sock.close()
+            for index in pending:
+                results[index] = "pending"
+        finally:
+            for sock in pending.values():
+                sock.close()
+            selector.close()
+    return results
+
+
+# --------------------------------------------------------------------------- the report
+
+def _normal_host(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _scan_ports(config: Any, range_spec: Any) -> tuple[int, ...]:
+    if range_spec is None:
+        return tuple(config.scan_range)
+    if isinstance(range_spec, bool) or not isinstance(range_spec, (str, int)):
+        raise BridgeUsageError(
+            f"range must be a port spec string such as '7777,7800-7810', not {range_spec!r}.")
+    return parse_port_spec(str(range_spec))
+
+
+def _launched_info(launched_ports: Collection[int] | Mapping[int, Any]) -> dict[int, dict[str, Any]]:
+    """Ports this bridge launched; a mapping may carry {pid, cwd, started} per port."""
+    out: dict[int, dict[str, Any]] = {}
+    for port in launched_ports:
+        if _int(port) is None:
+            continue
+        info = launched_ports[port] if isinstance(launched_ports, Mapping) else None
+        out[port] = dict(info) if isinstance(info, Mapping) else {}
+    return out
+
+
+def _entry_rank(entry: RegistryEntry, alive: bool) -> tuple[int, str, int]:
+    return (1 if alive else 0, entry.started or "", entry.pid)
+
+
+def _stale_record(entry: RegistryEntry, alive: bool, reason: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"path": str(entry.path), "port": entry.port, "pid": entry.pid,
+                              "pidAlive": alive, "reason": reason}
+    name = _text(entry.name, IDENTITY_LIMIT)
+    if name:
+        record["game"] = name
+    cwd = _text(entry.cwd, CWD_LIMIT)
+    if cwd:
+        record["cwd"] = cwd
+    if entry.host != DEFAULT_HOST:
+        record["host"] = entry.host
+    return record
+
+
+def _quiet_reason(port: int, pid: int, alive: bool) -> str:
+    if alive:
+        return (f"nothing is listening on port {port}, but pid {pid} is still running: a game "
+                "still binding its port, or one that closed its debug port")
+    return (f"nothing is listening on port {port} and pid {pid} is not running: the game "
+            "exited without removing its entry (a crash or a kill)")
+
+
+def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
+                 launched: Mapping[str, Any] | None) -> dict[str, Any]:
+    manifest = probe.manifest or fallback_manifest()
+    if entry is not None:
+        discovery = "both" if target.scanned else "registry"
+    elif target.entries:
+        discovery = "registry"  # found through an entry that turned out not to be this game's
+    else:
+        discovery = "scan"
+    status = "live-no-manifest" if manifest.source == "fallback" else "live"
+    game = manifest.game if isinstance(manifest.game, dict) else {}
+    name = _text(game.get("name"), IDENTITY_LIMIT)
+    version = _text(game.get("version"), IDENTITY_LIMIT)
+    protocol = _int(game.get("protocol"))
+    if entry is not None:  # the entry only fills what the live game did not say
+        name = name or _text(entry.name, IDENTITY_LIMIT)
+        version = version or _text(entry.version, IDENTITY_LIMIT)
+        protocol = protocol if protocol is not None else entry.protocol
+    record: dict[str, Any] = {"port": target.port, "discovery": discovery, "status": status,
+                              "frame": probe.frame}
+    if target.host != DEFAULT_HOST:
+        record["host"] = target.host
+    for key, value in (("game", name), ("version", version), ("protocol", protocol)):
+        if value is not None:
+            record[key] = value
+    record["manifest"] = manifest.source
+    if probe.manifest_problem:
+        record["manifestProblem"] = probe.manifest_problem
+    pid = entry.pid if entry is not None else _int((launched or {}).get("pid"))
+    cwd = _text(entry.cwd, CWD_LIMIT) if entry is not None else _text((launched or {}).get("cwd"), CWD_LIMIT)
+    started = (_text(entry.started, IDENTITY_LIMIT) if entry is not None
+               else _text((launched or {}).get("started"), IDENTITY_LIMIT))
+    for key, value in (("pid", pid), ("cwd", cwd), ("started", started), ("screen", probe.screen)):
+        if value is not None:
+            record[key] = value
+    record["toolsets"] = [n for n in manifest.toolset_names() if n != "bridge"] + ["bridge"]
+    record["launchedByThisBridge"] = launched is not None
+    return record
+
+
+def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
+                   manifest_for: ManifestFor | None, manifest_file: _ManifestFile) -> list[Probe]:
+    """Probe every target. With the real transport, a connect sweep settles the quiet
+    ports first; an injected opener (tests, socket-less use) sees every probe."""
+
+    def run(tgt: _Target) -> Probe:
+        return probe_port(tgt.host, tgt.port, opener=opener, timeout_ms=timeout_ms,
+                          manifest_for=manifest_for, manifest_file=manifest_file)
+
+    if opener is not loopback_opener:
+        return _probe_all(ordered, run)
+    swept = connect_sweep([(t.host, t.port) for t in ordered], timeout_ms / 1000.0)
+    probes: list[Probe | None] = [None] * len(ordered)
+    listening: list[int] = []
+    for index, outcome in enumerate(swept):
+        if outcome == "refused":
+            probes[index] = Probe("refused", "nothing is listening")
+        elif outcome == "pending":
+            probes[index] = Probe("unresponsive", f"did not accept a connection within {timeout_ms}ms")
+        else:
+            listening.append(index)
+    for index, probe in zip(listening, _probe_all([ordered[i] for i in listening], run)):
+        probes[index] = probe
+    return [p if p is not None else Probe("unresponsive", "not probed") for p in probes]
+
+
+def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int | None = None,
+             use_registry: bool | None = None, use_scan: bool | None = None, prune: bool = False,
+             launched_ports: Collection[int] | Mapping[int, Any] = (),
+             manifest_for: ManifestFor | None = None,
+             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS) -> dict[str, Any]:
+    """The ``list_instances`` report: ``registryDir``, ``live``, ``stale``, ``notAGame``,
+    ``free`` (plus ``unresponsive``, ``registryProblems``, ``registryNote`` when there
+    is something to say). Read-only unless ``prune`` is true.
+
+    ``config`` supplies ``scan_range``, ``scan``, ``registry``, ``registry_dir``,
+    ``environ`` and ``manifest_file``. ``manifest_for(port)`` is the Bridge's manifest
+    cache (it must be thread-safe and bounded in time); without it ``/tools`` is read
+    here. ``launched_ports`` (a collection, or a mapping port -> {pid, cwd, started})
+    are always probed and flagged ``launchedByThisBridge``. Raises BridgeUsageError
+    for a bad ``range_spec``; nothing a game or a file says can make it raise.
+    """
+    opener = opener if opener is not None else loopback_opener
+    registry_on = config.registry if use_registry is None else bool(use_registry)
+    scan_on = config.scan if use_scan is None else bool(use_scan)
+    timeout_ms = max(1, int(probe_timeout_ms))
+    scan_ports = _scan_ports(config, range_spec)  # a bad spec fails even with scanning off
+    scan_ports = scan_ports if scan_on else ()
+    launched = _launched_info(launched_ports)
+    directory = registry_dir(getattr(config, "environ", None), getattr(config, "registry_dir", None))
+
+    scan = RegistryScan(directory=directory)
+    if registry_on:
+        scan = read_registry(directory)
+
+    targets: dict[tuple[str, int], _Target] = {}
+
+    def target(host: str, port: int) -> _Target:
+        key = (host, port)
+        if key not in targets:
+            targets[key] = _Target(host, port)
+        return targets[key]
+
+    for port in scan_ports:
+        target(DEFAULT_HOST, port).scanned = True
+    for port in launched:
+        target(DEFAULT_HOST, port).launched = True
+    for entry in scan.entries:
+        target(_normal_host(entry.host), entry.port).entries.append(entry)
+
+    ordered = sorted(targets.values(), key=lambda t: (t.port, t.host != DEFAULT_HOST, t.host))
+    manifest_file = _ManifestFile(getattr(config, "manifest_file", None))
+    probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file)
+
+    live: list[dict[str, Any]] = []
+    stale: list[dict[str, Any]] = []
+    not_a_game: list[dict[str, Any]] = []
+    free: list[int] = []
+    unresponsive: list[dict[str, Any]] = []
+
+    for tgt, probe in zip(ordered, probes):
+        alive = {e.path: pid_alive(e.pid) for e in tgt.entries}
+        entries = sorted(tgt.entries, key=lambda e: _entry_rank(e, alive[e.path]), reverse=True)
+        if probe.kind == "live":
+            chosen = next((e for e in entries if alive[e.path]), None)
+            for entry in entries:
+                if entry is chosen:
+                    continue
+                if alive[entry.path]:
+                    reason = (f"port {entry.port} is live, but the entry for pid {chosen.pid if chosen else '?'} "
+                              "claims it too and is newer; this one is probably from a process that "
+                              "lost the port")
+                else:
+                    reason = (f"pid {entry.pid} is not running; port {entry.port} is now answered "
+                              "by another process, so this entry is a leftover")
+                stale.append(_stale_record(entry, alive[entry.path], reason))
+            live.append(_live_record(tgt, probe, chosen, launched.get(tgt.port) if tgt.host == DEFAULT_HOST else None))
+            continue
+        if probe.kind == "not-a-game":
+            record: dict[str, Any] = {"port": tgt.port, "reason": probe.reason}
+            if tgt.host != DEFAULT_HOST:
+                record["host"] = tgt.host
+            if tgt.entries:
+                record["registry"] = [str(e.path) for e in entries]
+            not_a_game.append(record)
+            for entry in entries:
+                stale.append(_stale_record(entry, alive[entry.path],
+                             f"port {entry.port} is answered by something that is not a game "
+                             f"({probe.reason})"))
+            continue
+        if probe.kind == "refused":
+            if tgt.scanned:
+                free.append(tgt.port)
+            for entry in entries:
+                record = _stale_record(entry, alive[entry.path],
+                                       _quiet_reason(entry.port, entry.pid, alive[entry.path]))
+                if prune:
+                    _prune(entry, alive[entry.path], record)
+                stale.append(record)
+            continue
+        # unresponsive: something holds the port but does not answer in time
+        if tgt.scanned or tgt.launched or not tgt.entries:
+            record = {"port": tgt.port, "reason": probe.reason}
+            if tgt.host != DEFAULT_HOST:
+                record["host"] = tgt.host
+            unresponsive.append(record)
+        for entry in entries:
+            state = "is still running" if alive[entry.path] else "is not running"
+            stale.append(_stale_record(entry, alive[entry.path],
+                         f"port {entry.port} {probe.reason}; pid {entry.pid} {state}"))
+
+    if prune:  # every stale entry says whether it went, and why not
+        for record in stale:
+            if "pruned" not in record:
+                record["pruned"] = False
+                record["notPrunedBecause"] = f"port {record['port']} is not quiet"
+
+    report: dict[str, Any] = {
+        "registryDir": str(directory),
+        "live": live,
+        "stale": sorted(stale, key=lambda r: (r["port"], r["path"])),
+        "notAGame": not_a_game,
+        "free": sorted(set(free)),
+    }
+    if unresponsive:
+        report["unresponsive"] = unresponsive
+    problems = [p.to_dict() for p in scan.problems] + [p.to_dict() for p in scan.ignored_hosts]
+    if problems:
+        report["registryProblems"] = sorted(problems, key=lambda p: p["path"])
+    if not registry_on:
+        report["registryNote"] = "not read (registry discovery is off)"
+    elif scan.note and "does not exist" not in scan.note:
+        report["registryNote"] = scan.note
+    return report
+
+
+def _prune(entry: RegistryEntry, alive: bool, record: dict[str, Any]) -> None:
+    """Delete a stale entry only when its port is quiet (the caller saw it refused) and
+    its pid is gone; record the outcome either way."""
+    if alive:
+        record["pruned"] = False
+        record["notPrunedBecause"] = f"pid {entry.pid} is still running"
+        return
+    deleted = prune_entry(entry)
+    record["pruned"] = deleted
+    if not deleted:
+        record["notPrunedBecause"] = "the file changed, vanished or could not be deleted"
+
+
+__all__ = ["DEFAULT_PROBE_TIMEOUT_MS", "Probe", "discover", "probe_port"]
