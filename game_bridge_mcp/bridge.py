@@ -141,6 +141,7 @@ class Bridge:
             client.health()  # but a port that is not a game at all is reported as such
             return fallback_manifest(reason=f"GET /tools was unusable: {exc.detail}")
         if doc is None:
+            client.health()  # a 404 from something that is not a game is NotAGameSurface, not "no manifest"
             return self._manifest_from_file() or fallback_manifest()
         return normalise_manifest(doc, source="game")
 

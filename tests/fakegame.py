@@ -47,7 +47,8 @@ class FakeGame:
                  publish_completed_id: bool = True, health_completed_id: bool = False,
                  command_ids: bool = True, apply: bool = True, apply_delay_frames: int = 0,
                  extra_commands: tuple[str, ...] = ("add_score", "hidden_cmd", "noop"),
-                 padding_bytes: int = 0, screen: str = "GameScreen", start_frame: int = 0) -> None:
+                 padding_bytes: int = 0, screen: str = "GameScreen", start_frame: int = 0,
+                 port: int = 0) -> None:
         self.hz = hz
         self.manifest = manifest
         self.publish_completed_id = publish_completed_id
@@ -79,7 +80,8 @@ class FakeGame:
                     if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                         known.add(tool.get("command") or tool["name"])
         self.known_commands = known
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
         self._threads: list[threading.Thread] = []
@@ -93,8 +95,8 @@ class FakeGame:
         self.stop()
 
     def start(self) -> "FakeGame":
-        for target in (self._server.serve_forever, self._loop):
-            t = threading.Thread(target=target, daemon=True, name=f"fakegame-{self.port}-{target.__name__}")
+        for target in (lambda: self._server.serve_forever(poll_interval=0.01), self._loop):
+            t = threading.Thread(target=target, daemon=True, name=f"fakegame-{self.port}")
             t.start()
             self._threads.append(t)
         return self
