@@ -114,7 +114,7 @@ class GameClient:
                 self.port,
                 f"Port {self.port} accepted the connection but GET {endpoint} did not complete "
                 f"within {timeout_s * 1000:.0f}ms: the game is frozen, stopped in a debugger, or "
-                "too busy to answer. Try again, or raise --timeout.")
+                "too busy to answer. Try again, or raise --timeout.", suggest_start=False)
         if exc.kind == "reset":
             return GameOffline(
                 self.port,
@@ -226,7 +226,12 @@ class GameClient:
         last: dict = {}
         base_frame = queued_frame
         while True:
-            state = self._next_state(command_id, base_frame, deadline, interval)
+            try:
+                state = self._next_state(command_id, base_frame, deadline, interval)
+            except GameOffline:
+                if self._clock() < deadline:
+                    raise
+                state = None  # the poll ran into the command's own deadline: a CommandTimeout
             if state is not None:
                 last = state
                 completed = _as_int(state.get("completedCommandId"))

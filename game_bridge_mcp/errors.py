@@ -48,12 +48,15 @@ class GameOffline(BridgeError):
     exit_code = 3
 
     def __init__(self, port: int, message: str | None = None, *,
-                 launch_hint: str | None = None, detail: str | None = None) -> None:
+                 launch_hint: str | None = None, detail: str | None = None,
+                 suggest_start: bool = True) -> None:
         url = f"http://127.0.0.1:{port}"
         text = message or f"No game is answering on {url}."
         if detail:
             text = f"{text} ({detail})"
-        if launch_hint:
+        if not suggest_start:
+            pass
+        elif launch_hint:
             text += "\nStart one with:\n  " + launch_hint.replace("{port}", str(port))
         else:
             text += ("\nStart one with launch_instance (needs a gamebridge.json), or find a "

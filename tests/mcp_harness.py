@@ -56,3 +56,8 @@ def structured(result: Any) -> Any:
 
 def run(fn: Callable[[], Any]) -> Any:
     return anyio.run(fn)
+
+
+def dump(model: Any) -> Any:
+    """An SDK model as its wire JSON (camelCase on both majors)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
