@@ -70,6 +70,7 @@ CWD_LIMIT = 1000
 DEFAULT_HOST = "127.0.0.1"
 
 ManifestFor = Callable[[int], Manifest]
+HealthObserver = Callable[[int, dict], None]
 
 
 # --------------------------------------------------------------------------- probing
@@ -172,9 +173,11 @@ def _default_manifest(client: GameClient, timeout_ms: int,
 
 def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
                details: bool = True, manifest_for: ManifestFor | None = None,
-               manifest_file: _ManifestFile | None = None) -> Probe:
+               manifest_file: _ManifestFile | None = None,
+               observe_health: HealthObserver | None = None) -> Probe:
     """Probe one port: ``/health`` under ``timeout_ms``; for a live game also its
-    screen and manifest. Never raises."""
+    screen and manifest. ``observe_health(port, health)`` is told of every live answer
+    before ``manifest_for`` runs (so a cache can notice a restarted game). Never raises."""
     recorder = _KindRecorder(opener)
     try:
         client = GameClient(port, host=host, timeout_ms=timeout_ms, opener=recorder)
@@ -193,6 +196,11 @@ def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
         log.debug("probe of %s:%d failed", host, port, exc_info=True)
         return Probe("unresponsive", f"the probe failed ({type(exc).__name__}: {exc})"[:300])
     result = Probe("live", frame=_int(health.get("frame")))
+    if observe_health is not None and host == DEFAULT_HOST:
+        try:
+            observe_health(port, health)
+        except Exception:
+            log.debug("health observer failed for port %d", port, exc_info=True)
     if not details:
         return result
     result.screen = _text(health.get("screen"), SCREEN_LIMIT)
@@ -297,8 +305,8 @@ def _normal_host(host: str) -> str:
 
 
 def _scan_ports(config: Any, range_spec: Any) -> tuple[int, ...]:
-    if range_spec is None:
-        return tuple(config.scan_range)
+    if range_spec is None or (isinstance(range_spec, str) and not range_spec.strip()):
+        return tuple(config.scan_range)  # an empty string from a client means "not given"
     if isinstance(range_spec, bool) or not isinstance(range_spec, (str, int)):
         raise BridgeUsageError(
             f"range must be a port spec string such as '7777,7800-7810', not {range_spec!r}.")
@@ -383,13 +391,15 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
 
 
 def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
-                   manifest_for: ManifestFor | None, manifest_file: _ManifestFile) -> list[Probe]:
+                   manifest_for: ManifestFor | None, manifest_file: _ManifestFile,
+                   observe_health: HealthObserver | None) -> list[Probe]:
     """Probe every target. With the real transport, a connect sweep settles the quiet
     ports first; an injected opener (tests, socket-less use) sees every probe."""
 
     def run(tgt: _Target) -> Probe:
         return probe_port(tgt.host, tgt.port, opener=opener, timeout_ms=timeout_ms,
-                          manifest_for=manifest_for, manifest_file=manifest_file)
+                          manifest_for=manifest_for, manifest_file=manifest_file,
+                          observe_health=observe_health)
 
     if opener is not loopback_opener:
         return _probe_all(ordered, run)
@@ -412,7 +422,8 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
              use_registry: bool | None = None, use_scan: bool | None = None, prune: bool = False,
              launched_ports: Collection[int] | Mapping[int, Any] = (),
              manifest_for: ManifestFor | None = None,
-             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS) -> dict[str, Any]:
+             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS,
+             observe_health: HealthObserver | None = None) -> dict[str, Any]:
     """The ``list_instances`` report: ``registryDir``, ``live``, ``stale``, ``notAGame``,
     ``free`` (plus ``unresponsive``, ``registryProblems``, ``registryNote`` when there
     is something to say). Read-only unless ``prune`` is true.
@@ -420,7 +431,8 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
     ``config`` supplies ``scan_range``, ``scan``, ``registry``, ``registry_dir``,
     ``environ`` and ``manifest_file``. ``manifest_for(port)`` is the Bridge's manifest
     cache (it must be thread-safe and bounded in time); without it ``/tools`` is read
-    here. ``launched_ports`` (a collection, or a mapping port -> {pid, cwd, started})
+    here; ``observe_health(port, health)`` sees each live ``/health`` answer first, so the
+    cache can drop a manifest when a frame went backwards. ``launched_ports`` (a collection, or a mapping port -> {pid, cwd, started})
     are always probed and flagged ``launchedByThisBridge``. Raises BridgeUsageError
     for a bad ``range_spec``; nothing a game or a file says can make it raise.
     """
@@ -454,7 +466,7 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
 
     ordered = sorted(targets.values(), key=lambda t: (t.port, t.host != DEFAULT_HOST, t.host))
     manifest_file = _ManifestFile(getattr(config, "manifest_file", None))
-    probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file)
+    probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file, observe_health)
 
     live: list[dict[str, Any]] = []
     stale: list[dict[str, Any]] = []

@@ -184,6 +184,25 @@ def test_manifest_for_is_the_source_of_identity_and_tools_is_not_fetched(reg: Pa
     assert "/tools" not in game.requests
 
 
+def test_observe_health_runs_before_manifest_for(reg: Path) -> None:
+    order: list[tuple[str, int]] = []
+
+    def observe(port: int, health: dict) -> None:
+        assert health["ok"] is True
+        order.append(("health", port))
+        raise RuntimeError("an observer's failure does not fail the listing")
+
+    def manifest_for(port: int) -> Any:
+        order.append(("manifest", port))
+        return normalise_manifest({"game": {"name": "X"}})
+
+    with FakeGame() as game:
+        report = discover(make_config(reg, (game.port,)), manifest_for=manifest_for,
+                          observe_health=observe, probe_timeout_ms=PROBE_MS)
+    assert order == [("health", game.port), ("manifest", game.port)]
+    assert report["live"][0]["game"] == "X"
+
+
 def test_a_failing_manifest_for_still_lists_the_instance(reg: Path) -> None:
     def manifest_for(port: int) -> Any:
         raise RuntimeError("cache exploded")
@@ -408,6 +427,8 @@ def test_bad_range_is_a_usage_error_quoting_it(reg: Path) -> None:
     with pytest.raises(BridgeUsageError):
         discover(make_config(reg), range_spec=["7777"])  # type: ignore[arg-type]
     assert discover(make_config(reg), range_spec=quiet_port(), use_registry=False)["free"]
+    default = quiet_port()
+    assert discover(make_config(reg, (default,)), range_spec=" ")["free"] == [default]
 
 
 def test_no_registry_and_no_scan(reg: Path) -> None:
