@@ -429,12 +429,18 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
     is something to say). Read-only unless ``prune`` is true.
 
     ``config`` supplies ``scan_range``, ``scan``, ``registry``, ``registry_dir``,
-    ``environ`` and ``manifest_file``. ``manifest_for(port)`` is the Bridge's manifest
-    cache (it must be thread-safe and bounded in time); without it ``/tools`` is read
-    here; ``observe_health(port, health)`` sees each live ``/health`` answer first, so the
-    cache can drop a manifest when a frame went backwards. ``launched_ports`` (a collection, or a mapping port -> {pid, cwd, started})
-    are always probed and flagged ``launchedByThisBridge``. Raises BridgeUsageError
-    for a bad ``range_spec``; nothing a game or a file says can make it raise.
+    ``environ`` and ``manifest_file``; ``use_registry``/``use_scan`` override the
+    last two flags and ``range_spec`` the range (empty means the default).
+
+    ``manifest_for(port)`` is the Bridge's manifest cache (called from probe threads, so
+    it must be thread-safe and bounded in time); without it ``/tools`` is read here.
+    ``observe_health(port, health)`` sees each live ``/health`` answer first, so that
+    cache can drop a manifest when a frame went backwards. ``launched_ports`` (ports,
+    or a mapping port -> {pid, cwd, started}) are always probed and flagged
+    ``launchedByThisBridge``.
+
+    Raises BridgeUsageError for a bad ``range_spec``; nothing a game or a file says can
+    make it raise.
     """
     opener = opener if opener is not None else loopback_opener
     registry_on = config.registry if use_registry is None else bool(use_registry)
