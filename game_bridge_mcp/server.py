@@ -243,15 +243,10 @@ def _claim_stdio() -> tuple[Any, Any]:
     return stdin, stdout
 
 
-class _Stop(BaseException):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
 def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
-    """Serve over stdio until stdin closes or a signal arrives; then reap what was
-    launched and exit (``exit_process``) with 0, or 128 + the signal number."""
+    """Serve over stdio until stdin closes or SIGINT/SIGTERM/SIGHUP arrives, then reap what
+    was launched. A signal always ends the process (exit code 128 + the signal number);
+    stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
     from mcp.server.stdio import stdio_server
 
     if not logging.getLogger().handlers:
@@ -260,50 +255,38 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     bridge = Bridge(config, composites=composites)
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
+    finished = threading.Lock()
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        raise _Stop(signum)
+    def finish(code: int) -> int:
+        """The one shutdown path: reap launched instances, flush, exit."""
+        with finished:
+            try:
+                bridge.shutdown()
+            finally:
+                sys.stderr.flush()
+                if exit_process or code != 0:
+                    os._exit(code)
+        return code
 
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, on_signal)
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("signal %s: shutting down", signum)
+                # The SDK's stdin reader is a thread that cannot be cancelled: do not unwind,
+                # finish from here (in a thread, so the loop stays responsive meanwhile).
+                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
 
     async def main() -> None:
-        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
-            await app.run(read_stream, write_stream)
+        async with anyio.create_task_group() as tasks:
+            if threading.current_thread() is threading.main_thread():
+                tasks.start_soon(watch_signals)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await app.run(read_stream, write_stream)
+            tasks.cancel_scope.cancel()
 
-    code = 0
     try:
         anyio.run(main)
-    except _Stop as stop:
-        code = 128 + stop.signum
-    except KeyboardInterrupt:
-        code = 128 + signal.SIGINT
-    except BaseException as exc:  # an exception group wrapping our signal
-        stop = _find_stop(exc)
-        if stop is None:
-            log.exception("server failed")
-            code = 1
-        else:
-            code = 128 + stop.signum
-    finally:
-        for sig in previous:  # a second signal during reaping must not cut it short
-            signal.signal(sig, signal.SIG_IGN)
-        bridge.shutdown()
-        sys.stderr.flush()
-    if exit_process:
-        os._exit(code)
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-    return code
-
-
-def _find_stop(exc: BaseException) -> _Stop | None:
-    if isinstance(exc, _Stop):
-        return exc
-    for inner in getattr(exc, "exceptions", ()) or ():
-        found = _find_stop(inner)
-        if found is not None:
-            return found
-    return _find_stop(exc.__context__) if exc.__context__ is not None and exc.__context__ is not exc else None
+    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
+        log.exception("server stopped by an error")
+        return finish(1)
+    return finish(0)
