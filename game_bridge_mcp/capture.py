@@ -1,0 +1,201 @@
+"""A launched game's output: pumped from its pipe to a private log file and a line ring.
+
+The game's stdout and stderr share one pipe (never the bridge's own stdout, which is the
+MCP protocol stream). A thread copies every line to the log file as it arrives (so the
+file is complete even if the bridge dies) and keeps the last lines in memory, numbered,
+so ``instance_log`` can hand out a cursor: ask with ``since=<next>`` and get only what is
+new, with ``dropped`` saying whether lines fell out of the ring in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+#: Lines held in memory per instance.
+RING_LINES = 200
+#: A "line" longer than this is split (a game printing a megabyte with no newline).
+MAX_LINE_BYTES = 64 * 1024
+#: Lines kept in memory are cut to this many characters (the file keeps them whole).
+MAX_RING_CHARS = 4000
+#: Old logs in the bridge's own log directory are pruned after this many days.
+PRUNE_AFTER_S = 7 * 24 * 3600
+
+
+def _private_dir(path: Path) -> Path | None:
+    """Create ``path`` (0700) or accept it if it is a real directory owned by this user
+    with no access for others; None when it is not safe to write there."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if hasattr(os, "getuid"):
+        if info.st_uid != os.getuid():
+            return None
+        if info.st_mode & 0o077:
+            try:
+                os.chmod(path, 0o700)
+            except OSError:
+                return None
+    return path
+
+
+def default_log_dir() -> Path:
+    """``<tempdir>/game-bridge-logs``, or a per-user variant when another user owns that."""
+    base = Path(tempfile.gettempdir())
+    for name in ("game-bridge-logs", f"game-bridge-logs-{os.getuid() if hasattr(os, 'getuid') else 'user'}"):
+        found = _private_dir(base / name)
+        if found is not None:
+            return found
+    return Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
+
+
+def prune_old_logs(directory: Path, *, max_age_s: float = PRUNE_AFTER_S) -> None:
+    """Delete ``instance-*.log`` files older than ``max_age_s`` (best effort, never raises)."""
+    cutoff = time.time() - max_age_s
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.startswith("instance-") and entry.name.endswith(".log"):
+                    try:
+                        if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError:
+                        continue
+    except OSError:
+        pass
+
+
+def open_log_file(directory: Path, port: int) -> tuple[Path, int]:
+    """Create ``instance-<port>-<ms>.log`` readable only by this user; ``(path, fd)``."""
+    stamp = int(time.time() * 1000)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    for attempt in range(100):
+        suffix = "" if attempt == 0 else f"-{attempt}"
+        path = directory / f"instance-{port}-{stamp}{suffix}.log"
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        try:
+            os.fchmod(fd, 0o600)  # in case a umask or ACL widened it
+        except (OSError, AttributeError):
+            pass
+        return path, fd
+    raise OSError(f"could not create a log file in {directory}")
+
+
+class OutputCapture:
+    """Pumps one pipe into a log file and a numbered ring of the last lines."""
+
+    def __init__(self, pipe: IO[bytes], log_path: Path, log_fd: int | None, *,
+                 ring_lines: int = RING_LINES) -> None:
+        self.log_path = log_path
+        self._pipe = pipe
+        self._fd = log_fd
+        self._ring: deque[tuple[int, str]] = deque(maxlen=ring_lines)
+        self._total = 0
+        self._lock = threading.Lock()
+        self._eof = threading.Event()
+        self._thread = threading.Thread(target=self._pump, name=f"game-log-{log_path.name}", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                try:
+                    raw = self._pipe.readline(MAX_LINE_BYTES)
+                except (OSError, ValueError):
+                    break
+                if not raw:
+                    break
+                self._write_file(raw)
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if "\r" in text:  # a progress bar redrawn in place: keep its last state
+                    text = text.rsplit("\r", 1)[-1] or text
+                with self._lock:
+                    self._ring.append((self._total, text[:MAX_RING_CHARS]))
+                    self._total += 1
+        finally:
+            try:
+                self._pipe.close()
+            except OSError:
+                pass
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._eof.set()
+
+    def _write_file(self, raw: bytes) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, raw)
+        except OSError as exc:  # a full disk must not stop the ring or the game
+            log.warning("cannot write %s any more: %s", self.log_path, exc)
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    @property
+    def total(self) -> int:
+        """Lines seen so far (the cursor value after the newest line)."""
+        with self._lock:
+            return self._total
+
+    def wait_eof(self, timeout_s: float) -> bool:
+        """Wait until every writer closed the pipe (all output is in)."""
+        return self._eof.wait(timeout_s)
+
+    def last_line(self) -> str:
+        """The newest non-blank line (for progress reports)."""
+        with self._lock:
+            for _seq, text in reversed(self._ring):
+                if text.strip():
+                    return text.strip()[:300]
+        return ""
+
+    def tail(self, count: int) -> list[str]:
+        with self._lock:
+            return [text for _seq, text in list(self._ring)[-count:]] if count > 0 else []
+
+    def read(self, count: int, since: int | None) -> dict:
+        """``{"lines", "next", "dropped", "more"}``: without ``since`` the last ``count``
+        lines; with it, up to ``count`` lines from line number ``since`` on, ``dropped``
+        true when some of those had already left the ring. A cursor from the future (an
+        earlier instance on the same port) reads from the oldest line held."""
+        with self._lock:
+            total = self._total
+            held = list(self._ring)
+        oldest = held[0][0] if held else total
+        if since is None:
+            chosen = [text for _seq, text in held[-count:]] if count > 0 else []
+            return {"lines": chosen, "next": total, "dropped": False, "more": False}
+        start = 0 if since > total else since
+        dropped = start < oldest
+        start = max(start, oldest)
+        chosen = [text for seq, text in held if seq >= start][:max(0, count)]
+        next_line = start + len(chosen)
+        return {"lines": chosen, "next": next_line, "dropped": dropped, "more": next_line < total}
+
+
+__all__ = ["MAX_LINE_BYTES", "OutputCapture", "RING_LINES", "default_log_dir", "open_log_file",
+           "prune_old_logs"]

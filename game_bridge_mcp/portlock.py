@@ -1,0 +1,92 @@
+"""Per-port locks shared by every bridge of this user, so two launches never pick one port.
+
+"Bind, release, bind again later" is not a claim: eight bridges choosing at once that way
+collided every time (RELIABILITY_NOTES). So a launcher holds an exclusive ``flock`` on
+``<registry home>/locks/port-<n>.lock`` while it probes a port and for as long as the
+instance it launched lives. The kernel drops the lock when its holder dies, even by
+SIGKILL, so nothing goes stale; the files themselves are never deleted (deleting a
+locked file lets a second process lock a new file of the same name).
+
+The holder writes its pid into the file, so a refusal can say which process holds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no cross-process port locks
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+LOCKS_DIRNAME = "locks"
+
+
+class PortLock:
+    """An exclusive, non-blocking lock on one port, held until :meth:`release`."""
+
+    def __init__(self, path: Path, port: int, fd: int | None) -> None:
+        self.path = path
+        self.port = port
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    @classmethod
+    def try_acquire(cls, locks_dir: Path, port: int) -> "PortLock | None":
+        """Take the lock for ``port`` or return None when another process (or another
+        lock object in this one) holds it. Raises OSError when the directory is unusable."""
+        locks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = locks_dir / f"port-{int(port)}.lock"
+        if fcntl is None:  # pragma: no cover
+            return cls(path, port, None)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            raise
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        except OSError:  # the pid is only a courtesy for error messages
+            pass
+        return cls(path, port, fd)
+
+    def release(self) -> None:
+        """Drop the lock (idempotent). The file stays for the next holder."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"PortLock(port={self.port}, held={self.held})"
+
+
+def holder_pid(locks_dir: Path, port: int) -> int | None:
+    """The pid written by whoever holds (or last held) the lock for ``port``."""
+    try:
+        with open(locks_dir / f"port-{int(port)}.lock", "rb") as handle:
+            text = handle.read(32).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+__all__ = ["LOCKS_DIRNAME", "PortLock", "holder_pid"]

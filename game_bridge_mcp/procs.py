@@ -1,0 +1,338 @@
+"""Finding and signalling a launched process tree without ever hitting the wrong process.
+
+A pid is only a number: the process it named may have exited and the number been handed
+to someone else's editor. So every process the launcher may signal is remembered as a
+:class:`ProcRef` (pid *and* creation time), and every signal goes through
+:func:`send_signal`, which opens a pidfd (``os.pidfd_open``) first and then checks the
+creation time: a match proves the pidfd holds the very process that was recorded, and
+``signal.pidfd_send_signal`` cannot reach anyone else. Where pidfds do not exist, psutil's
+(pid, create_time) check is used, which leaves only a tiny window.
+
+A launched tree is found three ways, because each misses something:
+
+* its **process group** (the launch starts a new session, so the group id is the child's
+  pid); a grandchild that calls ``setsid`` leaves it;
+* **descendants** through psutil, recorded at launch and refreshed while it runs;
+  orphans re-parented to init are no longer anyone's descendants;
+* an **environment marker** (``GAME_BRIDGE_LAUNCH_ID=<unique>``) set at launch and
+  inherited by everything below, read back through ``/proc/<pid>/environ``.
+
+Signalling a group (``killpg``) is guarded too: it is sent only while a verified member
+of the original group is alive, because a group id cannot be reused while any member of
+the group exists.
+
+This module imports nothing from its package (standard library and psutil only), so
+the watcher process can load it by file path when the package is vendored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+try:
+    import psutil
+except ImportError:  # pragma: no cover - psutil is a dependency; degrade to group signals
+    psutil = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+#: Name of the environment variable set on every launched process.
+MARKER_KEY = "GAME_BRIDGE_LAUNCH_ID"
+#: psutil create_time is a float of clock ticks; equal processes match within this.
+_CTIME_TOLERANCE = 0.02
+
+_HAS_PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+
+
+@dataclass(frozen=True)
+class ProcRef:
+    """A process identity that survives pid reuse: the pid and its creation time."""
+
+    pid: int
+    create_time: float
+
+    def to_json(self) -> list[float]:
+        return [self.pid, self.create_time]
+
+
+def ref_for(pid: int) -> ProcRef | None:
+    """The identity of the process now holding ``pid`` (None if there is none)."""
+    if psutil is None or pid <= 0:
+        return None
+    try:
+        return ProcRef(pid, psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        return None
+
+
+def _matches(pid: int, create_time: float) -> bool:
+    """True when ``pid`` is alive, not a zombie, and was created at ``create_time``."""
+    if psutil is None:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return True
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > _CTIME_TOLERANCE:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def is_alive(ref: ProcRef) -> bool:
+    """Whether the recorded process still runs (a zombie counts as gone)."""
+    return _matches(ref.pid, ref.create_time)
+
+
+def send_signal(ref: ProcRef, sig: int) -> bool:
+    """Signal exactly the recorded process. False when it is gone (or was replaced)."""
+    if _HAS_PIDFD:
+        try:
+            fd = os.pidfd_open(ref.pid)
+        except (ProcessLookupError, OSError):
+            return False
+        try:
+            if not _matches(ref.pid, ref.create_time):
+                return False
+            signal.pidfd_send_signal(fd, sig)
+            return True
+        except (ProcessLookupError, OSError):
+            return False
+        finally:
+            os.close(fd)
+    if psutil is None:  # pragma: no cover - without psutil there is no identity check
+        return False
+    try:
+        proc = psutil.Process(ref.pid)
+        if abs(proc.create_time() - ref.create_time) > _CTIME_TOLERANCE:
+            return False
+        proc.send_signal(sig)  # psutil re-checks (pid, create_time) first
+        return True
+    except (psutil.Error, OSError):
+        return False
+
+
+def descendants(ref: ProcRef) -> list[ProcRef]:
+    """Live descendants of the recorded process (empty if it is gone)."""
+    if psutil is None or not is_alive(ref):
+        return []
+    found: list[ProcRef] = []
+    try:
+        children = psutil.Process(ref.pid).children(recursive=True)
+    except (psutil.Error, OSError):
+        return []
+    for child in children:
+        try:
+            found.append(ProcRef(child.pid, child.create_time()))
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _getpgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def group_members(pgid: int) -> list[ProcRef]:
+    """Live (non-zombie) processes whose process group is ``pgid``."""
+    if psutil is None or not hasattr(os, "getpgid"):
+        return []
+    members: list[ProcRef] = []
+    for pid in psutil.pids():
+        if _getpgid(pid) != pgid:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            members.append(ProcRef(pid, proc.create_time()))
+        except (psutil.Error, OSError):
+            continue
+    return members
+
+
+def marker_value(existing: str | None, launch_id: str) -> str:
+    """The marker variable's value for a child: ``launch_id``, appended to a marker this
+    process inherited (a bridge launched by a bridge), so both can find the child."""
+    parts = [part for part in (existing or "").split(",") if part]
+    return ",".join([*parts[-7:], launch_id])
+
+
+def find_marked(marker_value: str, *, key: str = MARKER_KEY) -> list[ProcRef]:
+    """Live processes of this user whose environment carries ``key=marker_value``
+    (the value may be a comma-separated list when bridges are nested).
+
+    Reads the environment each process started with; processes of other users cannot
+    be read and are skipped (they cannot carry a marker this user set anyway)."""
+    if psutil is None or not marker_value:
+        return []
+    me = os.getpid()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    found: list[ProcRef] = []
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            if proc.pid == me:
+                continue
+            uids = proc.info.get("uids")
+            if uid is not None and uids is not None and uids.real != uid:
+                continue
+            if marker_value not in proc.environ().get(key, "").split(","):
+                continue
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            found.append(ProcRef(proc.pid, proc.create_time()))
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def signal_group(pgid: int, sig: int, verified: Iterable[ProcRef]) -> bool:
+    """``killpg(pgid, sig)`` only if one of ``verified`` (known members of the group we
+    started) is alive and still in that group: then the group id cannot belong to anyone
+    else. Returns True when the signal was sent."""
+    if not hasattr(os, "killpg") or pgid <= 1:
+        return False
+    for ref in verified:
+        if is_alive(ref) and _getpgid(ref.pid) == pgid:
+            try:
+                os.killpg(pgid, sig)
+                return True
+            except (ProcessLookupError, PermissionError):
+                return False
+    return False
+
+
+@dataclass
+class Tree:
+    """Everything known about one launched tree: the leader, its group, the descendants
+    seen so far and its marker. ``leader_guard`` is an extra "this group is ours" proof
+    for a leader we keep unreaped (a zombie still pins its pid and group id)."""
+
+    leader: ProcRef
+    pgid: int
+    marker: str
+    known: set[ProcRef]
+    leader_guard: Callable[[], bool] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def snapshot(self) -> list[ProcRef]:
+        """The leader and every descendant seen so far (alive or not)."""
+        with self._lock:
+            return [self.leader, *self.known]
+
+    def add(self, refs: Iterable[ProcRef]) -> list[ProcRef]:
+        """Remember ``refs``; return the ones not known before."""
+        new: list[ProcRef] = []
+        with self._lock:
+            for ref in refs:
+                if ref != self.leader and ref not in self.known:
+                    self.known.add(ref)
+                    new.append(ref)
+        return new
+
+    def refresh(self) -> list[ProcRef]:
+        """Add descendants of every live known process; return the newly found ones."""
+        found: list[ProcRef] = []
+        for ref in self.snapshot():
+            found.extend(descendants(ref))
+        return self.add(found)
+
+    def live(self, *, marker_scan: bool = True) -> list[ProcRef]:
+        """Every live process of the tree: leader, group, known descendants, and (with
+        ``marker_scan``, the expensive part) marked processes."""
+        self.refresh()
+        candidates = self.snapshot()
+        if self._group_is_ours():
+            candidates += group_members(self.pgid)
+        if marker_scan:
+            candidates += find_marked(self.marker)
+        seen: dict[int, ProcRef] = {}
+        for ref in candidates:
+            if ref.pid not in seen and is_alive(ref):
+                seen[ref.pid] = ref
+        self.add(seen.values())
+        return list(seen.values())
+
+    def _group_is_ours(self) -> bool:
+        if self.leader_guard is not None and self.leader_guard():
+            return True
+        return any(is_alive(ref) and _getpgid(ref.pid) == self.pgid for ref in self.snapshot())
+
+    def signal(self, sig: int, targets: Iterable[ProcRef]) -> int:
+        """Signal the group (guarded) and each target individually; count the targets
+        that were signalled."""
+        targets = list(targets)
+        grouped = False
+        if self.leader_guard is not None and self.leader_guard():
+            try:
+                os.killpg(self.pgid, sig)
+                grouped = True
+            except (ProcessLookupError, PermissionError, AttributeError):
+                pass
+        else:
+            grouped = signal_group(self.pgid, sig, [*self.snapshot(), *targets])
+        count = 0
+        for ref in targets:
+            if grouped and _getpgid(ref.pid) == self.pgid:
+                count += 1  # already reached through the group
+            elif send_signal(ref, sig):
+                count += 1
+        return count
+
+
+def wait_gone(refs: Iterable[ProcRef], timeout_s: float, *, interval_s: float = 0.02) -> list[ProcRef]:
+    """Wait until none of ``refs`` is alive or the timeout passes; return the survivors."""
+    pending = list(refs)
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    while True:
+        pending = [ref for ref in pending if is_alive(ref)]
+        if not pending or time.monotonic() >= deadline:
+            return pending
+        time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
+        interval_s = min(interval_s * 1.5, 0.1)
+
+
+def reap_tree(tree: Tree, *, term_s: float, kill_s: float = 1.0) -> tuple[str | None, list[ProcRef]]:
+    """Terminate every live process of ``tree``, then kill what is left.
+
+    Returns ``(how, survivors)``: how is None when nothing was alive, ``"terminated"``
+    when SIGTERM sufficed, ``"killed"`` when SIGKILL was needed."""
+    targets = tree.live()
+    if not targets:
+        return None, []
+    tree.signal(signal.SIGTERM, targets)
+    if hasattr(signal, "SIGCONT"):  # a stopped process cannot act on SIGTERM until continued
+        tree.signal(signal.SIGCONT, targets)
+    survivors = wait_gone(targets, term_s)
+    # Anything that appeared meanwhile (a child spawned while handling SIGTERM) counts too.
+    survivors = list({ref.pid: ref for ref in [*survivors, *tree.live()]}.values())
+    if not survivors:
+        return "terminated", []
+    kill = getattr(signal, "SIGKILL", signal.SIGTERM)
+    for _ in range(3):  # a process may fork while dying; sweep again
+        tree.signal(kill, survivors)
+        survivors = wait_gone(survivors, kill_s)
+        survivors = list({ref.pid: ref for ref in [*survivors, *tree.live()]}.values())
+        if not survivors:
+            break
+    if survivors:
+        log.warning("processes survived SIGKILL: %s", [ref.pid for ref in survivors])
+    return "killed", survivors
+
+
+__all__ = ["MARKER_KEY", "ProcRef", "Tree", "descendants", "find_marked", "group_members", "marker_value",
+           "is_alive", "reap_tree", "ref_for", "send_signal", "signal_group", "wait_gone"]

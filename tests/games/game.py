@@ -1,0 +1,163 @@
+"""A tiny game for launcher tests: standard library only, speaks the contract on loopback.
+
+Each behaviour a launcher must survive is a flag: a boot delay, a crash on boot, a
+grandchild (optionally one that calls setsid), ignoring SIGTERM, ignoring ``close``.
+Every process it starts appends ``<pid> <starttime>`` to the file named by
+``GB_TEST_PIDS`` (when set), so a test can check that nothing outlived it.
+
+    game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid]
+            [--ignore-term] [--ignore-close] [--lines N] [--no-tools]
+    game.py --role child [--setsid] [--ignore-term]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+def record_pid() -> None:
+    path = os.environ.get("GB_TEST_PIDS")
+    if not path:
+        return
+    try:
+        with open(f"/proc/{os.getpid()}/stat") as handle:
+            start = handle.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        start = "0"
+    with open(path, "a") as handle:
+        handle.write(f"{os.getpid()} {start}\n")
+
+
+def say(text: str, *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def run_child(args: argparse.Namespace) -> None:
+    if args.setsid:
+        os.setsid()
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    record_pid()
+    say(f"grandchild {os.getpid()} running (setsid={args.setsid})")
+    while True:
+        time.sleep(3600)
+
+
+class Game:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.frame = 0
+        self.next_id = 0
+        self.closing = threading.Event()
+
+    def tick(self) -> None:
+        while True:
+            self.frame += 1
+            time.sleep(0.01)
+
+
+def make_handler(game: Game) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def send_json(self, status: int, body: object) -> None:
+            data = json.dumps(body).encode()
+            head = (f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode()
+            self.wfile.write(head + data)  # one send: no Nagle stalls
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            if url.path == "/health":
+                self.send_json(200, {"ok": True, "frame": game.frame})
+            elif url.path == "/state":
+                self.send_json(200, {"frame": game.frame, "completedCommandId": game.next_id})
+            elif url.path == "/tools" and not game.args.no_tools:
+                self.send_json(200, {"game": {"name": game.args.name, "version": game.args.version, "protocol": 1},
+                                     "toolsets": []})
+            elif url.path == "/command":
+                query = parse_qs(url.query)
+                cmd = query.get("cmd", [""])[0]
+                game.next_id += 1
+                self.send_json(200, {"accepted": True, "commandId": game.next_id, "frame": game.frame})
+                say(f"command {cmd}")
+                if cmd == "close" and not game.args.ignore_close:
+                    game.closing.set()
+            else:
+                self.send_json(404, {"error": "not found"})
+
+    return Handler
+
+
+def run_game(args: argparse.Namespace) -> None:
+    record_pid()
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    say(f"game {os.getpid()} starting on port {args.port}")
+    for index in range(args.lines):
+        say(f"line {index}")
+    if args.child:
+        extra = ["--setsid"] if args.child == "setsid" else []
+        if args.ignore_term:
+            extra.append("--ignore-term")
+        subprocess.Popen([sys.executable, os.path.abspath(__file__), "--role", "child", *extra])
+    if args.crash is not None:
+        say("loading assets", err=True)
+        say("Error: the test game crashed on purpose", err=True)
+        sys.exit(args.crash)
+    deadline = time.monotonic() + args.boot_delay
+    step = 0
+    while time.monotonic() < deadline:
+        step += 1
+        say(f"booting step {step}")
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    game = Game(args)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(game))
+    server.daemon_threads = True
+    threading.Thread(target=game.tick, daemon=True).start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    say(f"listening on 127.0.0.1:{args.port}")
+    game.closing.wait()
+    time.sleep(0.02)  # let the close answer leave
+    server.server_close()
+    say("closed cleanly")
+    os._exit(0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--role", default="game", choices=["game", "child"])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--boot-delay", type=float, default=0.0)
+    parser.add_argument("--crash", type=int, default=None)
+    parser.add_argument("--child", choices=["plain", "setsid"], default=None)
+    parser.add_argument("--setsid", action="store_true")
+    parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--ignore-close", action="store_true")
+    parser.add_argument("--lines", type=int, default=0)
+    parser.add_argument("--no-tools", action="store_true")
+    parser.add_argument("--name", default="Test Game")
+    parser.add_argument("--version", default="0.0.1")
+    args = parser.parse_args()
+    if args.role == "child":
+        run_child(args)
+    else:
+        run_game(args)
+
+
+if __name__ == "__main__":
+    main()
