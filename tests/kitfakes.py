@@ -86,13 +86,13 @@ class BrokenGame:
     ``accept_unknown`` (an unknown command is accepted silently), ``manifest`` (the
     /tools document; None answers 404), ``close_works`` (False: close is accepted but
     the game keeps serving), ``nan_state`` (``/state`` contains a bare NaN),
-    ``any_host`` is always true: it has none of the kit's hardening.
+    ``host`` is the bind address. It has none of the kit's hardening.
     """
 
     def __init__(self, *, health_ok: bool = True, frame_backwards: bool = False,
                  completed_id: bool = True, accept_unknown: bool = False,
                  manifest: Any = None, close_works: bool = True, nan_state: bool = False,
-                 hz: float = 500.0) -> None:
+                 hz: float = 500.0, host: str = "127.0.0.1") -> None:
         self.health_ok = health_ok
         self.frame_backwards = frame_backwards
         self.completed_id = completed_id
@@ -107,7 +107,7 @@ class BrokenGame:
         self.pending: list[tuple[int, str]] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer((host, 0), self._handler())
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.threads: list[threading.Thread] = []
