@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[float, float | None, str], None]
 MAX_WAIT_MS = 600_000
+DISCOVERY_MANIFEST_TIMEOUT_MS = 1000
 
 
 @dataclass
@@ -114,14 +115,14 @@ class Bridge:
             self._file_manifest = load_manifest_file(self.config.manifest_file)
         return self._file_manifest
 
-    def manifest(self, port: int, *, refresh: bool = False) -> Manifest:
+    def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest:
         """The instance's manifest: cached; ``refresh`` re-fetches ``GET /tools``."""
         inst = self._instance(port)
         with self._lock:
             cached = inst.manifest
         if cached is not None and not refresh:
             return cached
-        manifest = self._guarded(port, lambda: self._fetch_manifest(inst.client))
+        manifest = self._guarded(port, lambda: self._fetch_manifest(inst.client, timeout_ms))
         key = repr((manifest.source, manifest.game, [t.to_dict() for t in manifest.tools()]))
         with self._lock:
             changed = inst.manifest_key is not None and inst.manifest_key != key
@@ -133,15 +134,15 @@ class Bridge:
                 log.exception("manifest change listener failed")
         return manifest
 
-    def _fetch_manifest(self, client: GameClient) -> Manifest:
+    def _fetch_manifest(self, client: GameClient, timeout_ms: int | None = None) -> Manifest:
         try:
-            doc = client.tools()
+            doc = client.tools(timeout_ms=timeout_ms)
         except NotAGameSurface as exc:
             # A broken /tools must not take the instance offline: fall back, and say why.
-            client.health()  # but a port that is not a game at all is reported as such
+            client.health(timeout_ms=timeout_ms)  # but a port that is not a game at all is reported as such
             return fallback_manifest(reason=f"GET /tools was unusable: {exc.detail}")
         if doc is None:
-            client.health()  # a 404 from something that is not a game is NotAGameSurface, not "no manifest"
+            client.health(timeout_ms=timeout_ms)  # a 404 from something that is not a game is NotAGameSurface
             return self._manifest_from_file() or fallback_manifest()
         return normalise_manifest(doc, source="game")
 
@@ -229,11 +230,21 @@ class Bridge:
         from .discovery import discover
 
         return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
-                        use_scan=scan, prune=prune, launched_ports=self.launched_ports(),
-                        manifest_for=self._manifest_for_discovery)
+                        use_scan=scan, prune=prune, launched_ports=self._launched_details(),
+                        manifest_for=self._manifest_for_discovery,
+                        observe_health=lambda port, health: self._observe_frame(port, health.get("frame")))
+
+    def _launched_details(self) -> dict[int, dict[str, Any]]:
+        """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""
+        launcher = self._launcher
+        if launcher is None:
+            return {}
+        describe = getattr(launcher, "describe", None)
+        return {port: (describe(port) if describe else {}) for port in launcher.launched_ports()}
 
     def _manifest_for_discovery(self, port: int) -> Manifest:
-        return self.manifest(port)
+        # Bounded: one hung /tools must not hold the whole report for --timeout.
+        return self.manifest(port, timeout_ms=min(self.config.timeout_ms, DISCOVERY_MANIFEST_TIMEOUT_MS))
 
     # ------------------------------------------------------------------ toolsets
     def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:

@@ -65,8 +65,8 @@ TOOLS: tuple[ToolDef, ...] = (
         _schema({"range": {"type": "string", "description": "Ports to scan, e.g. '7777,7800-7810' (default: --scan-range)."},
                  "registry": {"type": "boolean", "description": "Read the instance registry (default true unless --no-registry)."},
                  "scan": {"type": "boolean", "description": "Scan the port range (default true unless --no-scan)."},
-                 "prune": {"type": "boolean", "description": "Delete registry files whose port is dead and whose process is gone (default false)."}}),
-        "list_instances", read_only=True, idempotent=True),
+                 "prune": {"type": "boolean", "description": "Delete registry files whose port is dead and whose process is gone (default false; the only thing this tool ever changes)."}}),
+        "list_instances", idempotent=True),
     ToolDef(
         "stop_instance", "Stop an instance this bridge launched",
         "Stop a game instance this bridge launched: the game's own close first, then termination of its "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import json
 import socket
 import threading
@@ -41,7 +42,8 @@ def test_seven_tools_with_truthful_annotations_and_instructions(game: FakeGame) 
             tools = [dump(t) for t in (await client.list_tools()).tools]
             assert [t["name"] for t in tools] == SEVEN
             by = {t["name"]: t for t in tools}
-            assert by["list_instances"]["annotations"]["readOnlyHint"] is True
+            assert by["list_instances"]["annotations"]["readOnlyHint"] is False  # prune deletes stale files
+            assert by["list_instances"]["annotations"]["destructiveHint"] is False
             assert by["describe_toolset"]["annotations"]["readOnlyHint"] is True
             assert by["stop_instance"]["annotations"]["destructiveHint"] is True
             assert by["call_tool"]["annotations"]["readOnlyHint"] is False
@@ -211,3 +213,64 @@ def _dump(message: Any) -> str:
         return json.dumps(dump(root))
     except Exception:
         return repr(root)
+
+
+def test_the_list_instances_report_through_the_client(tmp_path) -> None:
+    """Live (registry + scan), stale, broken, not-a-game and free, in one call."""
+    import subprocess
+    import sys
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    reg = tmp_path / "instances"
+    reg.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead = child.pid
+
+    class NotAGame(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    impostor = ThreadingHTTPServer(("127.0.0.1", 0), NotAGame)
+    threading.Thread(target=impostor.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    free_port = free.getsockname()[1]
+    free.close()
+    try:
+        with FakeGame() as registered, FakeGame(manifest=None) as scanned:
+            (reg / f"{os.getpid()}.json").write_text(json.dumps({
+                "name": "Stale Name", "version": "0", "protocol": 1, "port": registered.port,
+                "pid": os.getpid(), "host": "127.0.0.1", "started": "2026-11-30T00:00:00Z", "cwd": "/checkouts/main"}))
+            (reg / f"{dead}.json").write_text(json.dumps({"port": free_port, "pid": dead, "host": "127.0.0.1"}))
+            (reg / "123.json").write_text("{ not json")
+            ports = (registered.port, scanned.port, impostor.server_address[1], free_port)
+            config = Config(port=registered.port, environ={}, scan_range=ports, registry_dir=reg)
+
+            async def main() -> dict:
+                async with connect(BridgeServer(Bridge(config))) as client:
+                    return data(await client.call_tool("list_instances", {}))
+            report = anyio.run(main)
+    finally:
+        impostor.shutdown()
+        impostor.server_close()
+    live = {e["port"]: e for e in report["live"]}
+    assert report["registryDir"] == str(reg)
+    first = live[registered.port]
+    assert first["discovery"] == "both" and first["status"] == "live" and first["manifest"] == "game"
+    assert first["game"] == "Fake Game" and first["version"] == "1.2.3"  # from /tools, not the entry
+    assert first["pid"] == os.getpid() and first["cwd"] == "/checkouts/main"
+    assert first["toolsets"] == ["play", "flow", "bridge"] and first["screen"] == "GameScreen"
+    assert first["launchedByThisBridge"] is False
+    second = live[scanned.port]
+    assert second["discovery"] == "scan" and second["status"] == "live-no-manifest" and second["manifest"] == "fallback"
+    assert [s["port"] for s in report["stale"]] == [free_port]
+    assert [n["port"] for n in report["notAGame"]] == [impostor.server_address[1]]
+    assert free_port in report["free"]
+    assert any("123.json" in p["path"] for p in report["registryProblems"])
+    assert (reg / f"{dead}.json").exists()  # nothing deleted without prune
