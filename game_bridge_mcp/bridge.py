@@ -193,6 +193,8 @@ class Bridge:
     def launch_instance(self, *, port: Any = None, timeout_ms: Any = None,
                         progress: Progress | None = None) -> dict[str, Any]:
         explicit = check_port(port) if port is not None else None
+        if self.config.declaration is None and self.config.declaration_error is not None:
+            raise self.config.declaration_error  # the gamebridge.json found at start-up is broken
 
         def report(elapsed_ms: float, total_ms: float, line: str) -> None:
             if progress is not None:
@@ -239,8 +241,7 @@ class Bridge:
         launcher = self._launcher
         if launcher is None:
             return {}
-        describe = getattr(launcher, "describe", None)
-        return {port: (describe(port) if describe else {}) for port in launcher.launched_ports()}
+        return {port: launcher.info(port) or {} for port in launcher.launched_ports()}
 
     def _manifest_for_discovery(self, port: int) -> Manifest:
         # Bounded: one hung /tools must not hold the whole report for --timeout.
