@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from game_bridge_mcp.client import GameClient
+from game_bridge_mcp.demo_cli import choose_x
+from game_bridge_mcp.demo_cli import main as demo_main
 from game_bridge_mcp.game.demo import (COLUMNS, MERGE_TICKS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
                                        FruitMerge, RuleError, build, padding_json)
 from game_bridge_mcp.manifest import normalise_manifest
@@ -256,3 +258,73 @@ def test_a_taken_port_fails_with_a_clear_message(tmp_path: Path) -> None:
                               "--no-register"], capture_output=True, text=True, timeout=20,
                              env=child_env(), cwd=str(REPO))
         assert out.returncode == 1 and f"cannot serve on 127.0.0.1:{first.port}" in out.stderr
+
+
+# --------------------------------------------------------------------------- the demo command
+
+def test_choose_x_prefers_a_matching_top_then_the_lowest_column() -> None:
+    board = [[None] * 7 for _ in range(10)]
+    board[9][0], board[8][0] = "grape", "cherry"
+    board[9][4] = "cherry"
+    game = {"board": board, "columns": 7, "current": "cherry"}
+    assert choose_x(game) == (1, "onto the cherry there")  # column 4 is lower than column 0
+    game["current"] = "melon"
+    assert choose_x(game) == (0, "the lowest column")  # empty middle column
+
+
+def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import psutil
+
+    from kitfakes import REPO, child_env
+
+    env = child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")})
+    out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "demo", "--hz", "500", "--drops", "4",
+                          "--seed", "3"], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    for fragment in ("> launch_instance {}", "> list_toolsets", "play         drop, hold, click",
+                     "> describe_toolset", "drop(x: number)", "> call_tool set_seed {\"seed\": 3}",
+                     "> call_tool drop", "the board settled in", "> call_tool wait_for",
+                     "matched after", "Fruit Merge  seed 3", "\"screen\": \"GameScreen\"",
+                     "stopped: closed cleanly"):
+        assert fragment in text, (fragment, text)
+    assert text.count("> call_tool drop") == 4
+    pid = int(text.split("(pid ", 1)[1].split(")", 1)[0])
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert read_registry(tmp_path / "gb" / "instances").entries == []
+    workdir = Path(text.split("wrote ", 1)[1].split(" and launching", 1)[0]).parent
+    assert workdir.name.startswith("game-bridge-demo-") and not workdir.exists()  # cleaned up
+
+
+def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from game_bridge_mcp.checker import main as check_main
+    from game_bridge_mcp.project import load_declaration
+
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert demo_main(["--init"], stdout=out, stderr=err) == 0
+    path = tmp_path / "gamebridge.json"
+    assert f"Wrote {path}" in out.getvalue()
+    decl = load_declaration(path)
+    assert decl.argv is not None and "game_bridge_mcp.game.demo" in decl.argv and decl.cwd == tmp_path
+    assert demo_main(["--init"], stdout=io.StringIO(), stderr=err) == 2 and "--force" in err.getvalue()
+    assert demo_main(["--init", "--force", "--hz", "200"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    environ = {"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")}
+    result = io.StringIO()
+    assert check_main(["--launch"], stdout=result, stderr=io.StringIO(), environ=environ) == 0, result.getvalue()
+    assert "FAIL" not in result.getvalue()
+
+
+def test_demo_usage_errors() -> None:
+    import io
+
+    err = io.StringIO()
+    assert demo_main(["--drops", "-1"], stdout=io.StringIO(), stderr=err) == 2 and "usage:" in err.getvalue()
+    assert demo_main(["--what"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
+    out = io.StringIO()
+    assert demo_main(["--help"], stdout=out, stderr=io.StringIO()) == 0 and "--init" in out.getvalue()
