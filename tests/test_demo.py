@@ -14,7 +14,7 @@ import pytest
 from game_bridge_mcp.client import GameClient
 from game_bridge_mcp.demo_cli import choose_x
 from game_bridge_mcp.demo_cli import main as demo_main
-from game_bridge_mcp.game.demo import (COLUMNS, MERGE_TICKS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
+from game_bridge_mcp.game.demo import (COLUMNS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
                                        FruitMerge, RuleError, build, padding_json)
 from game_bridge_mcp.manifest import normalise_manifest
 from game_bridge_mcp.registry import read_registry
