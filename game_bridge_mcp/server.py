@@ -44,6 +44,8 @@ _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
 #: Results larger than this carry text only (no duplicate structuredContent).
 STRUCTURED_LIMIT = 256 * 1024
 EAGER_PREFIX = "p"
+#: How often --eager re-reads manifests and looks for new instances.
+EAGER_REFRESH_S = 2.0
 
 
 def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
@@ -149,6 +151,30 @@ class BridgeServer:
         except Exception:
             log.debug("could not send tools/list_changed", exc_info=True)
 
+    def refresh_eager(self) -> None:
+        """One refresh cycle of --eager (a worker thread runs it every EAGER_REFRESH_S):
+        re-read every advertised game's manifest (a change fires list_changed through the
+        Bridge's hook) and announce instances that appeared or went away."""
+        before = set(self._eager_tools)
+        for port in sorted({p for p, _ in self._eager_tools.values()}):
+            try:
+                self.bridge.manifest(port, refresh=True, timeout_ms=1000)
+            except BridgeError:
+                self.bridge.forget(port)
+        ports_now = {port for port, _ in self.bridge.eager_targets()}
+        if ports_now != {p for p, _ in self._eager_tools.values()} or not before:
+            self._eager_tool_list()
+            if set(self._eager_tools) != before:
+                self._manifest_changed(0)
+
+    async def eager_loop(self) -> None:
+        while True:
+            await anyio.sleep(EAGER_REFRESH_S)
+            try:
+                await anyio.to_thread.run_sync(self.refresh_eager, limiter=self._limiter, abandon_on_cancel=True)
+            except Exception:
+                log.debug("eager refresh failed", exc_info=True)
+
     # ------------------------------------------------------------------ calls
     def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
         """Runs in a worker thread."""
@@ -219,7 +245,11 @@ class BridgeServer:
 
     async def run(self, read_stream: Any, write_stream: Any) -> None:
         self._token = anyio.lowlevel.current_token()
-        await self.server.run(read_stream, write_stream, self.initialization_options())
+        async with anyio.create_task_group() as tasks:
+            if self.eager:
+                tasks.start_soon(self.eager_loop)
+            await self.server.run(read_stream, write_stream, self.initialization_options())
+            tasks.cancel_scope.cancel()
 
 
 def build_server(config: Config, *, composites: Sequence[Composite] = (), bridge: Bridge | None = None) -> BridgeServer:

@@ -274,3 +274,24 @@ def test_the_list_instances_report_through_the_client(tmp_path) -> None:
     assert free_port in report["free"]
     assert any("123.json" in p["path"] for p in report["registryProblems"])
     assert (reg / f"{dead}.json").exists()  # nothing deleted without prune
+
+
+def test_eager_refresh_announces_a_manifest_changed_without_any_call(game: FakeGame) -> None:
+    notes: list[Any] = []
+
+    async def handler(message: Any) -> None:
+        notes.append(message)
+
+    async def main() -> None:
+        app = app_for(game.port, eager=True)
+        async with connect(app, message_handler=handler) as client:
+            assert f"p{game.port}_drop" in [t.name for t in (await client.list_tools()).tools]
+            manifest = copy.deepcopy(DEFAULT_MANIFEST)
+            manifest["toolsets"][0]["tools"].append({"name": "rebuilt", "description": "new"})
+            game.manifest = manifest
+            await anyio.to_thread.run_sync(app.refresh_eager)  # what the 2 s refresh loop runs
+            with anyio.fail_after(5):
+                while not any("tools/list_changed" in _dump(n) for n in notes):
+                    await anyio.sleep(0.01)
+            assert f"p{game.port}_rebuilt" in [t.name for t in (await client.list_tools()).tools]
+    anyio.run(main)
