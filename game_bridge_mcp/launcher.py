@@ -59,8 +59,8 @@ ProgressCallback = Callable[[int, int, str], None]
 #: Seconds between progress reports while waiting for /health.
 PROGRESS_INTERVAL_S = 0.3
 #: The /health poll interval grows from the first to the last value.
-POLL_FIRST_S = 0.01
-POLL_MAX_S = 0.1
+POLL_FIRST_S = 0.005
+POLL_MAX_S = 0.025
 #: Lines of output quoted in a launch failure.
 FAILURE_TAIL_LINES = 20
 #: After SIGTERM, how long ``stop`` waits before SIGKILL (``shutdown`` uses less).
@@ -75,6 +75,26 @@ MAX_GRACE_MS = 600_000
 MAX_TIMEOUT_MS = 86_400_000
 
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+def _listening_inodes(port: int) -> set[str] | None:
+    """``{"socket:[inode]"}`` of TCP sockets listening on ``port``, from /proc/net
+    (None where there is no /proc/net/tcp)."""
+    found: set[str] = set()
+    seen_any = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        seen_any = True
+        for row in rows:
+            cols = row.split()
+            # local_address is HEXIP:HEXPORT; state 0A is LISTEN; column 9 is the inode
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                found.add(f"socket:[{cols[9]}]")
+    return found if seen_any else None
 
 
 def _whole(value: Any) -> Any:
@@ -642,13 +662,30 @@ class Launcher:
     def _listener_pid(self, inst: _Instance) -> int | None:
         """The pid in the tree that listens on the port (the game itself, when the
         command is a shell or a build tool); None if it cannot be told."""
-        if procs.psutil is None:
+        live = inst.tree.live(marker_scan=False)
+        if len(live) <= 1:
+            return live[0].pid if live else None
+        inodes = _listening_inodes(inst.port)
+        if inodes is not None:  # Linux: match the socket's inode among the tree's fds
+            for ref in live:
+                try:
+                    fds = os.listdir(f"/proc/{ref.pid}/fd")
+                except OSError:
+                    continue
+                for fd in fds:
+                    try:
+                        if os.readlink(f"/proc/{ref.pid}/fd/{fd}") in inodes:
+                            return ref.pid
+                    except OSError:
+                        continue
             return None
-        for ref in inst.tree.live(marker_scan=False):
+        if procs.psutil is None:  # pragma: no cover
+            return None
+        for ref in live:  # pragma: no cover - other platforms
             try:
                 proc = procs.psutil.Process(ref.pid)
                 conns = getattr(proc, "net_connections", None) or proc.connections
-                for conn in conns(kind="inet"):
+                for conn in conns(kind="tcp"):
                     if conn.status == procs.psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == inst.port:
                         return ref.pid
             except (procs.psutil.Error, OSError):
