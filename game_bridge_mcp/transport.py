@@ -93,6 +93,9 @@ def _split_url(url: str) -> tuple[str, int, str]:
     host, _, port_text = hostport.rpartition(":")
     if not host or not port_text.isdigit():
         raise TransportError("malformed", f"URL {url!r} has no host:port")
+    if not 1 <= int(port_text) <= 65535:
+        # getaddrinfo would silently wrap 70000 to 4464: refuse instead of asking the wrong port.
+        raise TransportError("malformed", f"URL {url!r} has a port outside 1-65535")
     return host.strip("[]"), int(port_text), "/" + path
 
 
@@ -123,6 +126,11 @@ def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BY
         body = response.read(max_bytes + 1)
         if len(body) > max_bytes:
             raise TransportError("too-large", f"the body passed the {max_bytes}-byte cap")
+        if not response.chunked and response.length:
+            # http.client's read(amt) returns a short body at EOF without complaint; the
+            # bytes still owed under Content-Length are in ``length``.
+            raise TransportError("malformed", f"the body was shorter than promised ({len(body)} of "
+                                 f"{len(body) + response.length} bytes before the peer closed)")
         headers = {k.lower(): v for k, v in response.getheaders()}
         return HttpResponse(response.status, body, headers)
     except TransportError:
