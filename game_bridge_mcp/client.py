@@ -10,8 +10,9 @@ the state it returns is genuinely the world after the command. Without
 How it polls (adaptive, so a confirmation arrives about a millisecond after the game
 applies the command, without hammering a game whose ``/state`` is megabytes):
 
-* If the game publishes ``completedCommandId`` in ``/health`` (the game kit does), it
-  polls the tiny ``/health`` and fetches ``/state`` once, when the command is done.
+* If the game publishes ``completedCommandId`` in ``/health`` (the game kit does; the
+  first confirmation asks ``/health`` once to learn it), it polls the tiny ``/health``
+  every 2 ms at most and fetches ``/state`` once, when the command is done.
 * Otherwise, while ``/state`` is cheap (its last fetch took under 2 ms), it polls
   ``/state`` directly: the first poll at once, then at intervals growing from 0.2 ms.
 * When ``/state`` is expensive it polls ``/health`` until ``frame`` moves past the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import threading
 import time
 import urllib.parse
@@ -51,6 +53,11 @@ def _format_arg(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _health_prefix(endpoint: str) -> str:
+    """NotAGameSurface's /health wording does not name the request; other paths' does."""
+    return "GET /health " if endpoint == "/health" else ""
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -74,6 +81,11 @@ class GameClient:
             loopback = False
         if not loopback:
             raise BridgeUsageError(f"Host {host!r} is not a loopback IP address; the bridge only talks to games on this machine.")
+        if isinstance(port, str) and port.strip().isdigit():
+            port = int(port)
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            # getaddrinfo wraps 70000 to 4464: a bad port must never reach a socket.
+            raise BridgeUsageError(f"Port {port!r} is not a TCP port; use a number in 1-65535.", port=port)
         self.port = int(port)
         self.host = host
         self.base_url = f"http://{host if ':' not in host else '[' + host + ']'}:{self.port}"
@@ -102,7 +114,8 @@ class GameClient:
             self.stats["bytes"] += len(response.body)
         if 300 <= response.status < 400:
             location = response.headers.get("location", "")
-            raise NotAGameSurface(self.port, f"answered with a redirect (HTTP {response.status} to {location[:200]!r}); the bridge never follows redirects", path=path.split("?")[0])
+            endpoint = path.split("?")[0]
+            raise NotAGameSurface(self.port, f"{_health_prefix(endpoint)}answered with a redirect (HTTP {response.status} to {location[:200]!r}); the bridge never follows redirects", path=endpoint)
         return response
 
     def _translate(self, exc: TransportError, path: str, timeout_s: float) -> Exception:
@@ -120,7 +133,7 @@ class GameClient:
                 self.port,
                 f"The connection to port {self.port} broke during GET {endpoint} ({exc.detail}): "
                 "the game may have crashed or be restarting.", launch_hint=self.launch_hint)
-        return NotAGameSurface(self.port, f"gave an unusable answer: {exc.detail}", path=endpoint)
+        return NotAGameSurface(self.port, f"{_health_prefix(endpoint)}gave an unusable answer: {exc.detail}", path=endpoint)
 
     def _json(self, response: HttpResponse, path: str) -> Any:
         try:
@@ -218,7 +231,9 @@ class GameClient:
         return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer)
 
     def _remaining_ms(self, deadline: float) -> int:
-        return max(1, int((deadline - self._clock()) * 1000))
+        # Rounded up, so a poll that times out has always reached the command's deadline
+        # (rounded down, it could end just before it and surface as GameOffline).
+        return max(1, math.ceil((deadline - self._clock()) * 1000))
 
     def _confirm(self, cmd: str, command_id: int | None, queued_frame: int | None,
                  deadline: float, total_ms: int, answer: dict) -> dict:
@@ -259,21 +274,29 @@ class GameClient:
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id,
                                      lastCompletedCommandId=_as_int(last.get("completedCommandId")),
                                      lastFrame=_as_int(last.get("frame")))
-            interval = min(max(interval * 2, FIRST_INTERVAL_S), self._interval_cap())
+            interval = min(max(interval * 2, FIRST_INTERVAL_S), self._interval_cap(command_id))
             self._sleep(min(interval, max(0.0, deadline - now)))
 
-    def _interval_cap(self) -> float:
+    def _interval_cap(self, command_id: int | None) -> float:
+        if self.health_has_completed_id and command_id is not None:
+            # Only the tiny /health is polled and /state is fetched once, at the end:
+            # /state's cost must not slow the polls (it would delay the answer by up to 2x it).
+            return MAX_CHEAP_INTERVAL_S
         return max(MAX_CHEAP_INTERVAL_S, 2 * self.state_cost_s)
 
     def _next_state(self, command_id: int | None, base_frame: int | None,
                     deadline: float, interval: float) -> dict | None:
         """One poll step: a /state snapshot worth checking, or None (not yet)."""
         cheap = self.state_cost_s < CHEAP_STATE_S
+        if self.health_has_completed_id is None and command_id is not None:
+            self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
         if self.health_has_completed_id and command_id is not None:
             health = self.health(timeout_ms=self._remaining_ms(deadline))
             completed = _as_int(health.get("completedCommandId"))
-            if completed is None or completed < command_id:
-                return None
+            frame = _as_int(health.get("frame"))
+            restarted = base_frame is not None and frame is not None and frame < base_frame
+            if not restarted and (completed is None or completed < command_id):
+                return None  # a restart goes on to /state, where _confirm reports it
         elif not cheap and base_frame is not None:
             health = self.health(timeout_ms=self._remaining_ms(deadline))
             frame = _as_int(health.get("frame"))
