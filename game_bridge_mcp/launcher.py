@@ -405,7 +405,8 @@ class Launcher:
     def shutdown(self, *, grace_ms: int = 1000) -> None:
         """Stop every launched instance at once (close first, then escalation), then
         let the watcher go. Idempotent; bounded (about grace + 2 s); callable from any
-        thread, including the one handling SIGTERM."""
+        thread. (From a signal handler, raise instead and call it after unwinding, as the
+        server does: the handler may have interrupted a launcher call holding its lock.)"""
         with self._lock:
             self._closed = True
             instances = list(self._instances.values())

@@ -145,28 +145,37 @@ def test_stop_while_booting_cancels_the_launch(tmp_path: Path, launchers: Launch
 
 def test_shutdown_stops_everything_at_once_within_a_bound(tmp_path: Path, launchers: LauncherFactory,
                                                           guard: ProcessGuard) -> None:
-    low, high = free_range(4)
-    clean = launchers(write_declaration(tmp_path / "a", port_range=(low, high)))
-    stubborn = launchers(write_declaration(tmp_path / "b", "--ignore-close", "--ignore-term", "--child", "setsid",
-                                           port_range=(low, high)))
-    launcher = launchers(write_declaration(tmp_path / "c", port_range=(low, high)))
-    ports = [clean.launch()["port"], stubborn.launch()["port"]]
-    assert len(set(ports)) == 2
-    # One launcher holding three instances of different kinds.
-    launcher._declaration = lambda: stubborn.config.declaration  # type: ignore[method-assign]
-    ports.append(launcher.launch()["port"])
-    launcher._declaration = lambda: clean.config.declaration  # type: ignore[method-assign]
-    ports.append(launcher.launch()["port"])
+    """Three instances that ignore close and SIGTERM and left a setsid grandchild each:
+    one after another that is over 5 s (grace + TERM wait each); at once, about 2 s."""
+    launcher = launchers(write_declaration(tmp_path, "--ignore-close", "--ignore-term", "--child", "setsid",
+                                           port_range=free_range(3)))
+    ports = []
+    for _ in range(3):
+        ports.append(launcher.launch()["port"])
+    assert len(set(ports)) == 3
+    assert wait_until(lambda: len(game_processes(guard)) == 6, 3)
     watcher = launcher.watcher_pid
     assert watcher is not None
     started = time.monotonic()
     launcher.shutdown(grace_ms=1000)
     took = time.monotonic() - started
     assert took < 3.5, took
-    assert launcher.launched_ports() == []
+    assert launcher.launched_ports() == [] and not game_processes(guard)
     assert not psutil.pid_exists(watcher) or psutil.Process(watcher).status() == psutil.STATUS_ZOMBIE
     launcher.shutdown()  # idempotent and quick
     assert time.monotonic() - started - took < 0.5
+
+
+def test_concurrent_launches_in_one_bridge_get_distinct_ports(tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path, "--boot-delay", "0.2", port_range=free_range(3)))
+    results: list[dict] = []
+    threads = [threading.Thread(target=lambda: results.append(launcher.launch())) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len({r["port"] for r in results}) == 3 == len(results)
+    assert launcher.launched_ports() == sorted(r["port"] for r in results)
 
 
 # --------------------------------------------------------------------------- bridges in processes
