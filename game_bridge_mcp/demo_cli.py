@@ -175,7 +175,8 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int) -> dict[str, Any]:
 
     p.step('call_tool screenshot {"name": "demo"}    # finishes some frames after the command')
     shot = call("screenshot", {"name": "demo"})
-    p.say(f"queued ({shot.get('confirmation')}); waiting for it to reach disk:")
+    p.say(f"queued and confirmed ({shot.get('confirmation')}); the file is written some frames later, "
+          "which only wait_for can see:")
     p.step('call_tool wait_for {"path": "screenshots.pending", "equals": 0}')
     waited = call("wait_for", {"path": "screenshots.pending", "equals": 0, "timeoutMs": 10000})
     final = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
@@ -183,6 +184,8 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int) -> dict[str, Any]:
     p.say(f"matched after {waited.get('elapsedMs')} ms: {path}")
     if path and Path(path).is_file():
         p.say(Path(path).read_text(encoding="utf-8").rstrip())
+    else:
+        p.say(f"(no screenshot file at {path!r})")
 
     p.step('call_tool get_state {"summary": true}')
     digest = call("get_state", {"summary": True})

@@ -443,11 +443,11 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0) -> Ga
         """
         game.set_paused(paused)
 
-    @bridge.command(toolset="flow", sync=False)
+    @bridge.command(toolset="flow")
     def screenshot(name: str = "") -> None:
-        """Save a text picture of the board. The file is written some frames after the
-        command: wait for screenshots.pending to reach 0 (wait_for), then read
-        screenshots.last for its path.
+        """Queue a text picture of the board. The command completes when it is queued
+        (screenshots.pending goes up); the file is written some frames later: wait for
+        screenshots.pending to reach 0 (wait_for), then read screenshots.last for its path.
 
         Args:
             name: File name (letters, digits, '-' and '_'); default shot-N.
