@@ -98,6 +98,37 @@ def open_log_file(directory: Path, port: int) -> tuple[Path, int]:
     raise OSError(f"could not create a log file in {directory}")
 
 
+class TailReader:
+    """``readline`` over a file another process appends to: blocks (polling) for a
+    complete line until ``stop()``; used when a detached game writes its log itself."""
+
+    def __init__(self, path: Path, poll_s: float = 0.02) -> None:
+        self._file = open(path, "rb")
+        self._poll_s = poll_s
+        self._stop = threading.Event()
+        self._partial = b""
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            chunk = self._file.readline(limit if limit > 0 else -1)
+            if chunk:
+                self._partial += chunk
+                if self._partial.endswith(b"\n") or 0 < limit <= len(self._partial):
+                    line, self._partial = self._partial, b""
+                    return line
+                continue
+            if self._stop.wait(self._poll_s):
+                line, self._partial = self._partial, b""
+                return line
+
+    def close(self) -> None:
+        self._stop.set()
+        self._file.close()
+
+
 class OutputCapture:
     """Pumps one pipe into a log file and a numbered ring of the last lines."""
 

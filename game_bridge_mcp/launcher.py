@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import procs
-from .capture import OutputCapture, default_log_dir, open_log_file, prune_old_logs
+from .capture import OutputCapture, TailReader, default_log_dir, open_log_file, prune_old_logs
 from .client import GameClient
 from .config import Config, check_port
 from .errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
@@ -183,6 +183,18 @@ class _Instance:
         time.sleep(timeout_s)
 
 
+class _NoWatcher:
+    """The watcher's interface for a detached launcher, which must not reap at exit."""
+
+    pid = None
+
+    def send(self, record: dict) -> None:
+        pass
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        pass
+
+
 class _WatcherLink:
     """The pipe to the watcher process, started lazily, restarted if it dies, closed on
     shutdown. Keeps the records it sent, so a restarted watcher gets them all again."""
@@ -293,7 +305,7 @@ class Launcher:
 
     def __init__(self, config: Config, *, opener: Opener | None = None,
                  environ: Mapping[str, str] | None = None, log_dir: Path | None = None,
-                 watcher_log: Path | None = None) -> None:
+                 watcher_log: Path | None = None, detached: bool = False) -> None:
         self.config = config
         self._opener = opener
         self._environ: Mapping[str, str] = dict(environ if environ is not None else config.environ)
@@ -302,7 +314,10 @@ class Launcher:
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self._watcher = _WatcherLink(watcher_log)
+        #: Detached (``call launch_instance --keep``): the game outlives this process, so it
+        #: writes its own log file, no watcher is started and shutdown leaves it running.
+        self.detached = detached
+        self._watcher: Any = _NoWatcher() if detached else _WatcherLink(watcher_log)
         self._monitor: threading.Thread | None = None
         self._monitor_stop = threading.Event()
 
@@ -410,6 +425,15 @@ class Launcher:
         with self._lock:
             self._closed = True
             instances = list(self._instances.values())
+            if self.detached:  # the games are meant to outlive this process
+                self._instances.clear()
+        if self.detached:
+            for inst in instances:
+                reader = getattr(inst.capture, "_pipe", None)
+                if isinstance(reader, TailReader):
+                    reader.stop()
+            self._monitor_stop.set()
+            return
         threads = [threading.Thread(target=self._stop_quietly, args=(inst, grace_ms),
                                     name=f"stop-{inst.port}", daemon=True) for inst in instances]
         for thread in threads:
@@ -563,8 +587,8 @@ class Launcher:
                 started = time.monotonic()
                 proc = subprocess.Popen(
                     command, shell=use_shell, cwd=str(decl.cwd), env=env,
-                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    close_fds=True, start_new_session=True)
+                    stdin=subprocess.DEVNULL, stdout=log_fd if self.detached else subprocess.PIPE,
+                    stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
                 leader = procs.ref_for(proc.pid) or ProcRef(proc.pid, 0.0)
                 pidfd = None
                 if hasattr(os, "pidfd_open"):
@@ -572,8 +596,12 @@ class Launcher:
                         pidfd = os.pidfd_open(proc.pid)
                     except OSError:
                         pidfd = None
-                assert proc.stdout is not None
-                capture = OutputCapture(proc.stdout, log_path, log_fd)
+                if self.detached:
+                    os.close(log_fd)  # the game holds it now; we only tail the file
+                    capture = OutputCapture(TailReader(log_path), log_path, None)  # type: ignore[arg-type]
+                else:
+                    assert proc.stdout is not None
+                    capture = OutputCapture(proc.stdout, log_path, log_fd)
                 inst = _Instance(port=port, launch_id=launch_id, declaration=decl, command=display,
                                  proc=proc, leader=leader,
                                  tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set()),

@@ -71,3 +71,34 @@ def test_errors_go_to_stderr_with_their_exit_code(tmp_path: Path, case: str, cod
     assert out.stderr.startswith(prefix)
     if case == "launch-without-keep":
         assert "--keep" in out.stderr
+
+
+def test_launch_with_keep_outlives_the_command_and_closes_cleanly(tmp_path: Path) -> None:
+    import psutil
+
+    from fakegame import wait_until
+
+    decl = tmp_path / "gamebridge.json"
+    decl.write_text(json.dumps({"name": "Kept Game", "launch": {
+        "argv": [sys.executable, str(ROOT / "tests" / "games" / "game.py"), "--port", "{port}", "--lines", "3"],
+        "portRange": "7840-7859", "readyTimeoutMs": 20000}}))
+    out = call(tmp_path, "launch_instance", "--keep", "--config", str(decl))
+    assert out.returncode == 0, out.stderr
+    launched = json.loads(out.stdout)
+    pid, port = launched["pid"], launched["port"]
+    try:
+        assert psutil.pid_exists(pid)  # the command has returned; the game is still there
+        health = call(tmp_path, "get_health", "--port", str(port))
+        assert health.returncode == 0 and json.loads(health.stdout)["ok"] is True
+        wait_until(lambda: Path(launched["logFile"]).read_text().count("\n") >= 3)
+        closed = call(tmp_path, "close", "--port", str(port))
+        assert json.loads(closed.stdout)["closed"] is True
+        wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)
+    finally:
+        if psutil.pid_exists(pid):
+            try:
+                proc = psutil.Process(pid)
+                if proc.environ().get("GAME_BRIDGE_LAUNCH_ID"):
+                    proc.kill()
+            except psutil.Error:
+                pass
