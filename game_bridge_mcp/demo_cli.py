@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=7, help="the round's seed (default 7)")
     parser.add_argument("--drops", type=int, default=8, help="how many fruit to drop (default 8)")
     parser.add_argument("--hz", type=float, default=60.0, help="the demo game's frame rate (default 60)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="launch on this port (default: the launcher picks a free one)")
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
     return parser
 
@@ -123,12 +125,13 @@ def _args_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), separators=(", ", ": "))
 
 
-def play(bridge: Any, out: TextIO, *, seed: int, drops: int) -> dict[str, Any]:
+def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = None) -> dict[str, Any]:
     """The scripted session. Returns the final digest."""
     p = _Printer(out)
-    p.step("launch_instance {}")
+    launch_args = {} if port is None else {"port": port}
+    p.step(f"launch_instance {_args_text(launch_args)}")
     started = time.monotonic()
-    launched = bridge.run_tool("launch_instance", {})
+    launched = bridge.run_tool("launch_instance", launch_args)
     port = int(launched["port"])
     p.say(f"{launched.get('name')} {launched.get('version')} is up on port {port} (pid {launched.get('pid')}) "
           f"after {launched.get('readyInMs')} ms; its output goes to {launched.get('logFile')}")
@@ -209,6 +212,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         ns = build_parser().parse_args(list(argv))
         if ns.drops < 0 or ns.drops > 200 or not 0 < ns.hz <= 10000:
             raise _Usage("--drops must be 0-200 and --hz above 0 and at most 10000")
+        if ns.port is not None and not 1 <= ns.port <= 65535:
+            raise _Usage(f"--port must be 1-65535, not {ns.port}")
     except _Usage as exc:
         err.write(f"game-bridge-mcp demo: {exc}\n{build_parser().format_usage()}")
         return 2
@@ -238,7 +243,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         config = Config(config_file=config_path)
         apply_project_config(config)
         bridge = Bridge(config)
-        play(bridge, out, seed=ns.seed, drops=ns.drops)
+        play(bridge, out, seed=ns.seed, drops=ns.drops, port=ns.port)
         return 0
     except BridgeError as exc:
         err.write(exc.render() + "\n")

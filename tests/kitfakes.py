@@ -22,6 +22,17 @@ from typing import Any, Iterator
 REPO = Path(__file__).resolve().parent.parent
 
 
+def free_port() -> int:
+    """A port the OS just called free (tests that launch through the Launcher use it as
+    their whole portRange, so parallel test runs with separate lock directories do not
+    race for the same default range)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")

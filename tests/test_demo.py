@@ -280,14 +280,15 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
 
     import psutil
 
-    from kitfakes import REPO, child_env
+    from kitfakes import REPO, child_env, free_port
 
     env = child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")})
+    port = free_port()
     out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "demo", "--hz", "500", "--drops", "4",
-                          "--seed", "3"], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
+                          "--seed", "3", "--port", str(port)], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
-    for fragment in ("> launch_instance {}", "> list_toolsets", "play         drop, hold, click",
+    for fragment in (f"> launch_instance {{\"port\": {port}}}", f"is up on port {port}", "> list_toolsets", "play         drop, hold, click",
                      "> describe_toolset", "drop(x: number)", "> call_tool set_seed {\"seed\": 3}",
                      "> call_tool drop", "the board settled in", "> call_tool wait_for",
                      "matched after", "Fruit Merge  seed 3", "\"screen\": \"GameScreen\"",
@@ -316,6 +317,12 @@ def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatc
     assert decl.argv is not None and "game_bridge_mcp.game.demo" in decl.argv and decl.cwd == tmp_path
     assert demo_main(["--init"], stdout=io.StringIO(), stderr=err) == 2 and "--force" in err.getvalue()
     assert demo_main(["--init", "--force", "--hz", "200"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    from kitfakes import free_port
+
+    doc = json.loads(path.read_text())
+    port = free_port()
+    doc["launch"]["portRange"] = f"{port}-{port}"  # not the shared default range: tests run in parallel
+    path.write_text(json.dumps(doc))
     environ = {"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")}
     result = io.StringIO()
     assert check_main(["--launch"], stdout=result, stderr=io.StringIO(), environ=environ) == 0, result.getvalue()
