@@ -477,8 +477,15 @@ class Bridge:
         initial: tuple[bool, Any] | None = None
         found, value, last_state = False, None, {}
         while True:
-            remaining = max(1, int((deadline - time.monotonic()) * 1000))
-            state = self._guarded(target, lambda: client.state(timeout_ms=remaining))
+            # The first look may take the usual request timeout (the condition is checked
+            # against the current state first); later polls only the time left.
+            remaining = None if polls == 0 else max(1, int((deadline - time.monotonic()) * 1000))
+            try:
+                state = self._guarded(target, lambda: client.state(timeout_ms=remaining))
+            except GameOffline:
+                if polls and time.monotonic() >= deadline:
+                    break  # a poll cut short by the wait's own deadline: not matched
+                raise
             polls += 1
             last_state = state
             self._observe_frame(target, state.get("frame"))
