@@ -35,7 +35,7 @@ import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO, TypeGuard
 
 from .errors import BridgeError, BridgeUsageError
 from .transport import HEALTH_MAX_BYTES, HttpResponse, Opener, TransportError, loopback_opener
@@ -89,7 +89,7 @@ def _strict_json(body: bytes) -> Any:
         raise ValueError(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -767,7 +767,7 @@ def _non_loopback_addresses() -> list[str]:
                     found.append(address.address.split("%")[0])
     except Exception:
         try:
-            found.extend(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+            found.extend(str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None))
         except OSError:
             pass
     usable: list[str] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._version import __version__
-from .errors import BridgeUsageError
+from .errors import BridgeError, BridgeUsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .project import LaunchDeclaration
@@ -85,7 +85,7 @@ class Config:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     declaration: "LaunchDeclaration | None" = None
     #: Why the declaration found by walking up could not be read (reported on launch).
-    declaration_error: "BridgeUsageError | None" = None
+    declaration_error: "BridgeError | None" = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def default_port(self) -> int:

@@ -168,7 +168,7 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
         frame = dropped.get("frame") or 0
         settle = call("wait_for", {"path": "game.moving", "equals": 0, "timeoutMs": 10000})
         after = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
-        events = [e.get("m") for e in after.get("events", [])
+        events = [str(e.get("m")) for e in after.get("events", [])
                   if isinstance(e, dict) and isinstance(e.get("frame"), int) and e["frame"] >= frame
                   and str(e.get("m", "")).startswith(("merge:", "score:", "gameover"))]
         p.say(f"applied (command {dropped.get('commandId')}, {dropped.get('confirmation')}); the board "

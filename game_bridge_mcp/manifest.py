@@ -453,7 +453,7 @@ def _property(spec: Mapping[str, Any], where: str, problems: list[str],
         description = _cap(description, ARG_DESCRIPTION_LIMIT)
     if description:
         prop["description"] = description
-    ordered = {k: prop[k] for k in ("type", "description", "enum", "items", "default") if k in prop}
+    ordered: dict[str, Any] = {k: prop[k] for k in ("type", "description", "enum", "items", "default") if k in prop}
     return ordered
 
 
@@ -781,19 +781,19 @@ def _normalise(doc: Any, source: str, reserved_tools: frozenset[str]) -> Manifes
             shown_name = raw_tool.get("name") if isinstance(raw_tool, Mapping) else None
             if shown_name is None:
                 shown_name = tool_key
-            label = (_one_line(shown_name, NAME_LIMIT) or None) if isinstance(shown_name, str) else None
+            tool_label: str | None = (_one_line(shown_name, NAME_LIMIT) or None) if isinstance(shown_name, str) else None
             try:
                 tool = _read_tool(raw_tool, name, tool_key, reserved_tools, problems)
                 if tool.name in seen_tools:
                     raise _Dropped(f"the name '{tool.name}' is already defined in toolset "
                                    f"'{seen_tools[tool.name]}'; the first definition wins")
             except _Dropped as drop:
-                dropped.append(DroppedTool(toolset=name, index=index, name=label,
+                dropped.append(DroppedTool(toolset=name, index=index, name=tool_label,
                                            reason=drop.reason))
                 continue
             except Exception as exc:  # a bug here must not take the instance offline
                 log.exception("unexpected error reading tool %d of toolset %s", index, name)
-                dropped.append(DroppedTool(toolset=name, index=index, name=label,
+                dropped.append(DroppedTool(toolset=name, index=index, name=tool_label,
                                            reason=f"could not be read ({type(exc).__name__})"))
                 continue
             seen_tools[tool.name] = name

@@ -83,7 +83,7 @@ class LaunchDeclaration:
     def display(self, port: int) -> str:
         """The command for ``port`` as one line a human could paste into a shell."""
         command, use_shell = self.render(port)
-        return command if use_shell else shlex.join(command)  # type: ignore[arg-type]
+        return command if isinstance(command, str) else shlex.join(command)
 
     def hint(self) -> str:
         """The command line as a human would type it, ``{port}`` left in (for GameOffline)."""

@@ -188,7 +188,8 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise BridgeUsageError(f"{tool}: arguments must be a JSON object, not {type(arguments).__name__}.")
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    raw_props = schema.get("properties")
+    props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
     for name in schema.get("required", []) or []:
         if arguments.get(name) is None:
             raise BridgeUsageError(f"{tool}: the argument '{name}' is required. Call describe_toolset to see the schema.")

@@ -282,10 +282,10 @@ class FruitMerge:
         self.pending_merges = []
         for column in range(COLUMNS):  # whatever lost its support falls again
             for row in range(ROWS - 2, -1, -1):
-                kind = self.grid[row][column]
-                if kind is not None and self.grid[row + 1][column] is None:
+                loose = self.grid[row][column]
+                if loose is not None and self.grid[row + 1][column] is None:
                     self.grid[row][column] = None
-                    self.falling.append([kind, row, column])
+                    self.falling.append([loose, row, column])
         self.fall_clock = 0
         self.candidates = [cell for cell in made if self.grid[cell[0]][cell[1]] is not None]
 
