@@ -1,0 +1,202 @@
+"""FrameClock: when will a game's next frame start? Learned from the frames it reports.
+
+Why: a game applies a queued command when its loop next runs, so a confirmation can only
+appear at a frame boundary. Polling at fixed short intervals until then wastes requests
+(each one costs the game, the bridge and, on a small machine, the CPU that the game
+needs) and still lands up to an interval late. Knowing the frame period and the time
+one frame started, the client sleeps until just before the next frame and polls then.
+
+How it learns, from every answer that carries ``frame`` (``/command``, ``/health``,
+``/state``) and the times the request was sent and its answer received:
+
+* **A transition**: two answers in a row that report frames ``f`` and ``f + 1`` bracket
+  the start of ``f + 1`` between them. A narrow bracket (polls close together) becomes
+  the *anchor*: a frame number and when it started.
+* **The period**: the line through recent anchors (least squares; the brackets' widths
+  spread over the frames between them, so a long run gives a precise period). An anchor
+  off the line (the loop slipped or changed rate) starts a new line. A coarse estimate
+  from two answers a quarter of a second apart bootstraps it.
+* **Checks**: every answer is a hard fact (the frame it reports had started before the
+  answer arrived, and the next one had not started when the request was sent). A
+  prediction that contradicts one is not used again until a new anchor is on the line,
+  so a game that stalls, changes rate or restarts costs a few plain polls, never a
+  wrong sleep for long. A frame number that goes backwards, in an answer asked for
+  after a newer frame was seen (a new process), forgets everything.
+
+Pure and thread-safe: no sockets, no sleeping; times come from the caller's clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+#: A transition bracketed more loosely than this fraction of a period does not anchor.
+ANCHOR_WIDTH_FRACTION = 0.5
+#: Before the period is known, brackets up to this wide (seconds) may anchor.
+ANCHOR_WIDTH_UNKNOWN_S = 0.002
+#: A period sample is used only when its error is at most this fraction of it.
+PERIOD_ERROR_FRACTION = 0.1
+#: Anchors kept for the fit.
+MAX_ANCHORS = 16
+#: Coarse period: answers at least this far apart (seconds) and two frames apart.
+COARSE_SPAN_S = 0.25
+#: A prediction may miss a hard fact by this much (seconds, or fraction of a period)
+#: before the anchor is dropped: games' loops jitter.
+TOLERANCE_S = 0.0002
+TOLERANCE_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class _Seen:
+    frame: int
+    sent: float
+    received: float
+
+    @property
+    def middle(self) -> float:
+        return (self.sent + self.received) / 2
+
+
+class FrameClock:
+    """Predicts frame starts for one game instance (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._period: float | None = None
+        self._period_is_fine = False
+        self._last: _Seen | None = None
+        #: Recent narrow transitions (frame, start, bracket width) on one steady line.
+        self._anchors: list[tuple[int, float, float]] = []
+        #: The fitted line: a frame and when it started (with the period).
+        self._line: tuple[int, float] | None = None
+        #: False from an answer that contradicts the line until a new anchor is on it.
+        self._trusted = False
+        self._coarse: _Seen | None = None  # the first answer of this run (coarse period)
+
+    def reset(self) -> None:
+        """Forget everything (a new process on the port)."""
+        with self._lock:
+            self._forget()
+            self._last = None
+
+    @property
+    def period_s(self) -> float | None:
+        """The learned time between frames, or None."""
+        return self._period
+
+    @property
+    def predictable(self) -> bool:
+        """Whether :meth:`next_frame_at` currently predicts anything."""
+        return self._trusted and self._line is not None and self._period is not None
+
+    @property
+    def last_frame(self) -> int | None:
+        """The newest frame any answer reported."""
+        last = self._last
+        return None if last is None else last.frame
+
+    def observe(self, frame: int, sent: float, received: float) -> None:
+        """An answer reported ``frame``; the request was sent at ``sent`` and its answer
+        arrived at ``received`` (the caller's clock)."""
+        if received < sent:
+            sent, received = received, sent
+        seen = _Seen(int(frame), sent, received)
+        with self._lock:
+            last = self._last
+            if last is not None and seen.frame < last.frame:
+                if seen.sent >= last.received:
+                    self._forget()  # asked after a newer frame was seen: a new process
+                    self._last = self._coarse = seen
+                return  # an answer overtaken by a newer one (another thread): nothing to learn
+            self._check(seen)
+            if last is not None and seen.frame == last.frame + 1 and seen.sent >= last.sent:
+                self._transition(seen.frame, last.middle, seen.middle)
+            self._learn_coarse(seen)
+            if last is None or seen.received >= last.received:
+                self._last = seen
+
+    def next_frame_at(self, frame: int) -> float | None:
+        """When frame ``frame + 1`` is predicted to start, or None when unknown."""
+        with self._lock:
+            return self._predict(frame + 1) if self._trusted else None
+
+    # ------------------------------------------------------------------ learning
+    def _predict(self, frame: int) -> float | None:
+        if self._line is None or self._period is None:
+            return None
+        line_frame, start = self._line
+        return start + (frame - line_frame) * self._period
+
+    def _forget(self) -> None:
+        self._period = None
+        self._period_is_fine = False
+        self._anchors = []
+        self._line = None
+        self._trusted = False
+        self._coarse = None
+
+    def _tolerance(self) -> float:
+        return max(TOLERANCE_S, TOLERANCE_FRACTION * (self._period or 0.0))
+
+    def _check(self, seen: _Seen) -> None:
+        """Stop predicting when the line contradicts what this answer proves."""
+        starts = self._predict(seen.frame)
+        if not self._trusted or starts is None or self._period is None:
+            return
+        tolerance = self._tolerance()
+        # seen.frame had started before the answer came back; the next had not when it was asked.
+        if starts > seen.received + tolerance or starts + self._period < seen.sent - tolerance:
+            self._trusted = False
+
+    def _transition(self, frame: int, before: float, after: float) -> None:
+        width = after - before
+        limit = ANCHOR_WIDTH_UNKNOWN_S if self._period is None else ANCHOR_WIDTH_FRACTION * self._period
+        if width > limit:
+            return
+        start = (before + after) / 2
+        anchors = self._anchors
+        expected = self._predict(frame)
+        if anchors and (frame <= anchors[-1][0] or (
+                len(anchors) >= 2 and expected is not None
+                and abs(start - expected) > max(self._tolerance(), width + anchors[-1][2]))):
+            # Off the fitted line: the loop stalled or changed rate. A new line starts
+            # here (with the old period until the next anchor gives a new one).
+            anchors.clear()
+        anchors.append((frame, start, width))
+        if len(anchors) > MAX_ANCHORS:
+            del anchors[1]  # keep the oldest: the longer the line, the more precise its period
+        self._fit()
+        self._trusted = self._line is not None and self._period is not None
+
+    def _fit(self) -> None:
+        """The line through the anchors (least squares): the period and an origin."""
+        anchors = self._anchors
+        frame, start, _width = anchors[-1]
+        if len(anchors) < 2:
+            self._line = (frame, start)
+            return
+        mean_frame = sum(a[0] for a in anchors) / len(anchors)
+        mean_start = sum(a[1] for a in anchors) / len(anchors)
+        spread = sum((a[0] - mean_frame) ** 2 for a in anchors)
+        slope = sum((a[0] - mean_frame) * (a[1] - mean_start) for a in anchors) / spread
+        frames = anchors[-1][0] - anchors[0][0]
+        error = max(a[2] for a in anchors) / frames
+        if slope > 0 and error <= PERIOD_ERROR_FRACTION * slope:
+            self._period = slope
+            self._period_is_fine = True
+            self._line = (int(round(mean_frame)), mean_start + (round(mean_frame) - mean_frame) * slope)
+        else:
+            self._line = (frame, start)
+
+    def _learn_coarse(self, seen: _Seen) -> None:
+        if self._period_is_fine:
+            return
+        first = self._coarse
+        if first is None:
+            self._coarse = seen
+            return
+        frames = seen.frame - first.frame
+        span = seen.middle - first.middle
+        if frames >= 2 and span >= COARSE_SPAN_S:
+            self._period = span / frames  # the span keeps growing: the estimate keeps improving
