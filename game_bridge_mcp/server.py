@@ -7,9 +7,10 @@ in a worker thread, so a slow game on one port never stalls calls to another.
 
 Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
 descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
-print, a launched game) can ever reach the protocol stream. Shutdown has one path: stdin
-EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()`` (which reaps launched
-instances) and then the process exits.
+print, a launched game) can ever reach the protocol stream. The protocol's lines are read
+and written on the event loop (``pipes.py``), not through a worker thread each. Shutdown
+has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
+(which reaps launched instances) and then the process exits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 # mypy: disable-error-code="call-arg,attr-defined"
 
 import functools
+import gc
 import inspect
 import io
 import json
@@ -41,6 +43,7 @@ from .bridge import Bridge
 from .composites import Composite
 from .config import Config
 from .errors import BridgeError
+from .pipes import loop_streams
 from .tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef, check_arguments
 
 log = logging.getLogger("game_bridge_mcp")
@@ -273,6 +276,9 @@ def _claim_stdio() -> tuple[Any, Any]:
     os.close(devnull)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    streams = loop_streams(proto_in, proto_out)  # read and written on the event loop: no thread per line
+    if streams is not None:
+        return streams
     stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_in, "rb", buffering=0), encoding="utf-8", errors="replace"))
     stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_out, "wb", buffering=0), encoding="utf-8", write_through=True))
     return stdin, stdout
@@ -290,6 +296,10 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     bridge = Bridge(config, composites=composites)
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
+    # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
+    # as long as the process: keep it out of the collector's full passes, which otherwise
+    # rescan it while a large /state is parsed and digested.
+    gc.freeze()
     finished = threading.Lock()
 
     def finish(code: int) -> int:
