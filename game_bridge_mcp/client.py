@@ -60,8 +60,8 @@ BURST_S = 0.001
 #: How early to poll before a predicted frame start: about one poll's round trip, so the
 #: poll reaches the game as the frame begins (and a poll that lands just before it
 #: re-measures the frame's start).
-MIN_LEAD_S = 0.0001
-MAX_LEAD_S = 0.0005
+MIN_LEAD_S = 0.00005
+MAX_LEAD_S = 0.00015
 
 
 def _format_arg(value: Any) -> str:
