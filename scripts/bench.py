@@ -627,6 +627,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="interpreter that runs the MCP servers (e.g. .venv1/bin/python for mcp 1.x)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    if os.sep in args.server_python:
+        args.server_python = os.path.abspath(args.server_python)  # servers run in a temporary directory
     if args.quick:
         args.calls = args.calls or 6
         args.sizes_kb, args.instances, args.same_threads, args.startups = [1, 64], 3, 3, 1
