@@ -146,11 +146,12 @@ class GameClient:
             self._local.opener = None
             session.close()
 
-    def _observe(self, doc: Any, sent: float) -> None:
-        """Feed the frame an answer reported to the frame clock."""
+    def _observe(self, doc: Any, sent: float, arrived: float) -> None:
+        """Feed the frame an answer reported to the frame clock (``sent``: when the
+        request went out; ``arrived``: when the answer was in, before decoding it)."""
         frame = _as_int(doc.get("frame")) if isinstance(doc, dict) else None
         if frame is not None:
-            self.frames.observe(frame, sent, self._clock())
+            self.frames.observe(frame, sent, arrived)
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int) -> HttpResponse:
         opener = getattr(self._local, "opener", None) or self._open
@@ -200,6 +201,7 @@ class GameClient:
         """``GET /health``; raises GameOffline or NotAGameSurface."""
         sent = self._clock()
         response = self._request("/health", timeout_s=self._timeout_s(timeout_ms), max_bytes=HEALTH_MAX_BYTES)
+        arrived = self._clock()
         if response.status != 200:
             raise NotAGameSurface(self.port, f"GET /health returned HTTP {response.status}")
         try:
@@ -210,19 +212,20 @@ class GameClient:
             shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
         self.health_has_completed_id = _as_int(body.get("completedCommandId")) is not None
-        self.health_cost_s = self._clock() - sent
-        self._observe(body, sent)
+        self.health_cost_s = arrived - sent
+        self._observe(body, sent, arrived)
         return body
 
     def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
         """``GET /state`` as a dict (a game that answers something else breaks the contract)."""
         started = self._clock()
         response = self._request("/state", timeout_s=self._timeout_s(timeout_ms), max_bytes=max_bytes)
+        arrived = self._clock()
         if response.status != 200:
             raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/state")
         body = self._json(response, "/state")
         self.state_cost_s = self._clock() - started
-        self._observe(body, started)
+        self._observe(body, started, arrived)
         with self._stats_lock:
             self.stats["stateFetches"] += 1
         if not isinstance(body, dict):
@@ -254,6 +257,7 @@ class GameClient:
         path = "/command?" + urllib.parse.urlencode(query)
         sent = self._clock()
         response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=1024 * 1024)
+        arrived = self._clock()
         try:
             body = decode_json(response.body)
         except ValueError as exc:
@@ -267,7 +271,7 @@ class GameClient:
             raise BridgeUsageError(
                 f"The game on port {self.port} rejected command '{cmd}': {str(reason)[:300]}.",
                 port=self.port, command=cmd, rejected=True, answer=body)
-        self._observe(body, sent)
+        self._observe(body, sent, arrived)
         return body
 
     # ----------------------------------------------------------------- confirm
