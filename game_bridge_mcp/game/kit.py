@@ -36,7 +36,7 @@ Threading model (the choice this module makes, and what it asks of the game):
 * ``/health`` takes no lock: it reads two integers, so it stays cheap while the game
   is busy.
 
-Standard library only. The registry writer (:mod:`game_bridge_mcp.registry`) is
+Standard library only. The registry writer (:mod:`game_bridge_mcp.registration`) is
 imported when the server starts, not when this module is imported.
 """
 
@@ -333,7 +333,7 @@ class GameBridge:
 
     def _write_registry_entry(self) -> Any:
         try:
-            from ..registry import register_instance
+            from ..registration import register_instance
         except Exception as exc:  # a vendored kit without the registry still serves
             log.debug("game-bridge kit: no registry writer (%s); not registering", exc)
             return None
