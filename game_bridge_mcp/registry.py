@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .registration import Registration, entry_document, register_instance  # noqa: F401
-from .registry_entry import (DEFAULT_HOME_DIRNAME, DEFAULT_MAX_BYTES, ENV_HOME,  # noqa: F401
-                             ENV_INSTANCES, INSTANCES_DIRNAME, MAX_FIELD_CHARS, InvalidEntry,
-                             RegistryEntry, RegistryProblem, is_loopback_literal, load_entry,
-                             parse_entry, registry_dir, registry_home)
+from .registry_entry import (DEFAULT_MAX_BYTES, InvalidEntry, RegistryEntry, RegistryProblem,
+                             is_loopback_literal, load_entry)
+from .registry_entry import DEFAULT_HOME_DIRNAME, ENV_HOME, ENV_INSTANCES, INSTANCES_DIRNAME  # noqa: F401
+from .registry_entry import MAX_FIELD_CHARS, parse_entry, registry_dir, registry_home  # noqa: F401
 
 try:  # psutil is a dependency of the bridge, but a vendored copy must not need it.
     import psutil as _psutil
