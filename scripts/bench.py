@@ -169,6 +169,7 @@ def start_games(procs: Procs, specs: Sequence[dict[str, Any]]) -> list[int]:
 
 
 def child_env() -> dict[str, str]:
+    assert HOME, "main() makes the scratch directory first"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["GAME_BRIDGE_HOME"] = HOME
@@ -177,7 +178,9 @@ def child_env() -> dict[str, str]:
     return env
 
 
-HOME = tempfile.mkdtemp(prefix="gb-bench-")
+#: The run's scratch directory (GAME_BRIDGE_HOME of every child, the servers' cwd);
+#: made by main() and removed when it ends.
+HOME = ""
 
 
 def game_served(port: int) -> dict[str, list[int]]:
@@ -644,6 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_game(argv[1:])
     args = parse_args(argv)
     rng = random.Random(args.seed)
+    global HOME
+    HOME = tempfile.mkdtemp(prefix="gb-bench-")
     procs = Procs()
     started = time.perf_counter()
     try:

@@ -1,5 +1,6 @@
 """scripts/bench.py keeps working: its --quick mode runs once, against real games and
-real servers, reports every figure and every target, and leaves no process behind.
+real servers, reports every figure and every target, and leaves no process or scratch
+directory behind.
 No timing is asserted: the figures are for people, on the machine they run on."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -32,7 +34,12 @@ def marked(token: str) -> list[psutil.Process]:
     return found
 
 
+def scratch_dirs() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("gb-bench-*"))
+
+
 def test_quick_mode_reports_every_figure_and_reaps_its_processes() -> None:
+    scratch_before = scratch_dirs()
     token = uuid.uuid4().hex
     env = dict(os.environ, **{MARK: token})
     env.pop("GAME_BRIDGE_PORT", None)
@@ -45,6 +52,7 @@ def test_quick_mode_reports_every_figure_and_reaps_its_processes() -> None:
             proc.kill()
     assert run.returncode == 0, run.stderr[-3000:]
     assert leftovers == [], [p.cmdline() for p in leftovers]
+    assert scratch_dirs() - scratch_before == set()  # the run's scratch directory is removed, by it alone
     results = json.loads(run.stdout)
 
     machine = results["machine"]
