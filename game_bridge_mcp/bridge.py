@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .client import GameClient, _as_int
 from .composites import Composite, CompositeContext, check_composites
 from .config import Config, check_port
-from .digest import all_events, get_path, json_equal, summarise
+from . import listing
+from .digest import summarise
 from .errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
 from .manifest import Manifest, ToolSpec, args_to_schema, fallback_manifest, load_manifest_file, normalise_manifest
-from .tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, check_arguments, tool_def
+from .tools import BRIDGE_TOOL_NAMES, TOOLS, check_arguments, tool_def
 from .transport import Opener
+from .waiting import Condition, wait_for_state
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[float, float | None, str], None]
-MAX_WAIT_MS = 600_000
 DISCOVERY_MANIFEST_TIMEOUT_MS = 1000
 
 
@@ -251,63 +251,22 @@ class Bridge:
     def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:
         target = self._port(port)
         manifest = self.manifest(target)
-        composites = self._composites_for(manifest)
-        toolsets: list[dict[str, Any]] = [
-            {"name": ts.name, "description": ts.description, "tools": [t.name for t in ts.tools]}
-            for ts in manifest.toolsets]
-        toolsets.append({"name": "bridge", "description": "The bridge's own tools, for every conforming game"
-                         + (", and composites registered for this game." if composites else "."),
-                         "tools": [t.name for t in BRIDGE_TOOLS] + [c.name for c in composites]})
-        toolsets.append({"name": "passthrough", "description": manifest.passthrough.get("description", ""),
-                         "examples": list(manifest.passthrough.get("examples", []))})
-        result: dict[str, Any] = {"port": target, **self._identity(manifest), "toolsets": toolsets,
-                                  "next": "describe_toolset {port, name} gives exact schemas; call_tool {port, name, arguments} runs a tool."}
-        if manifest.source == "fallback":
-            result["note"] = ("This game publishes no command list (GET /tools). Send commands with call_tool "
-                              "name 'raw_command' (or any name: unknown names pass straight through) and read "
-                              "the results with get_state.")
-        diagnostics = manifest.to_diagnostics()
-        if diagnostics.get("dropped") or diagnostics.get("problems"):
-            result["diagnostics"] = diagnostics
-        return result
-
-    @staticmethod
-    def _identity(manifest: Manifest) -> dict[str, Any]:
-        game = manifest.game if isinstance(manifest.game, Mapping) else {}
-        out: dict[str, Any] = {}
-        for key in ("name", "version", "protocol"):
-            if game.get(key) is not None:
-                out["game" if key == "name" else key] = game[key]
-        out["manifest"] = manifest.source
-        return out
+        return listing.toolsets_report(target, manifest, self._composites_for(manifest))
 
     def describe_toolset(self, *, name: str, port: Any = None) -> dict[str, Any]:
         target = self._port(port)
         manifest = self.manifest(target)
         if name == "bridge":
-            tools = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema,
-                      "readOnly": t.read_only} for t in BRIDGE_TOOLS]
-            tools += [{"name": c.name, "description": c.description, "inputSchema": self._composite_schema(c),
-                       "composite": True} for c in self._composites_for(manifest)]
-            return {"port": target, "name": "bridge",
-                    "description": "The bridge's own tools. Call them with call_tool {port, name, arguments}.",
-                    "tools": tools}
+            return listing.bridge_toolset(target, self._composites_for(manifest), self._composite_schema)
         if name == "passthrough":
-            return {"port": target, "name": "passthrough", **manifest.passthrough,
-                    "usage": "call_tool {port, name: '<command>', arguments: {...}} sends any command the game "
-                             "accepts, published or not; arguments become query parameters. If the game rejects "
-                             "the name you get the list of what it accepts."}
+            return listing.passthrough_toolset(target, manifest)
         toolset = manifest.toolset(name)
-        if toolset is None:
+        if toolset is None:  # perhaps added by a rebuild: one re-fetch
             manifest = self.manifest(target, refresh=True)
             toolset = manifest.toolset(name)
         if toolset is None:
-            known = ", ".join(manifest.toolset_names() + ["bridge", "passthrough"])
-            raise BridgeUsageError(f"Port {target} has no toolset '{name}'. Its toolsets are: {known}.", port=target)
-        return {"port": target, "name": toolset.name, "description": toolset.description,
-                "tools": [{"name": t.name, "description": t.description, "inputSchema": t.input_schema,
-                           **({"command": t.command} if t.command != t.name else {}),
-                           **({"sync": False} if not t.sync else {})} for t in toolset.tools]}
+            raise listing.no_such_toolset(target, name, manifest)
+        return listing.game_toolset(target, toolset)
 
     # ------------------------------------------------------------------ call_tool
     def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None,
@@ -463,69 +422,17 @@ class Bridge:
                  has_equals: bool = False, changes: bool = False, event: str | None = None,
                  timeout_ms: Any = None) -> dict[str, Any]:
         target = self._port(port)
-        modes = sum([has_equals, changes, event is not None])
-        if modes != 1:
-            raise BridgeUsageError("wait_for needs exactly one condition: path + equals, path + changes: true, or event.")
-        if (has_equals or changes) and not path:
-            raise BridgeUsageError("wait_for: 'path' is required with 'equals' or 'changes' (a dotted path into /state, e.g. 'game.score').")
-        total_ms = 5000 if timeout_ms is None else min(int(timeout_ms), MAX_WAIT_MS)
+        condition = Condition(path=path, equals=equals, has_equals=has_equals, changes=changes, event=event)
+        condition.check()
         client = self.client(target)
-        started = time.monotonic()
-        deadline = started + total_ms / 1000.0
-        interval = 0.001
-        polls = 0
-        initial: tuple[bool, Any] | None = None
-        found, value, last_state = False, None, {}
-        while True:
-            # The first look may take the usual request timeout (the condition is checked
-            # against the current state first); later polls only the time left.
-            remaining = None if polls == 0 else max(1, int((deadline - time.monotonic()) * 1000))
-            try:
-                state = self._guarded(target, lambda: client.state(timeout_ms=remaining))
-            except GameOffline:
-                if polls and time.monotonic() >= deadline:
-                    break  # a poll cut short by the wait's own deadline: not matched
-                raise
-            polls += 1
-            last_state = state
+
+        def poll(remaining_ms: int | None) -> dict[str, Any]:
+            state = self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
             self._observe_frame(target, state.get("frame"))
-            matched = False
-            if event is not None:
-                hits = [e for e in all_events(state) if event in e]
-                matched, value = bool(hits), (hits[-1] if hits else None)
-                found = matched
-            else:
-                found, value = get_path(state, path or "")
-                if has_equals:
-                    matched = found and json_equal(value, equals)
-                else:
-                    if initial is None:
-                        initial = (found, value)
-                    else:
-                        matched = (found, value) != initial and not (found and initial[0] and json_equal(value, initial[1]))
-            now = time.monotonic()
-            if matched or now >= deadline:
-                break
-            interval = min(interval * 1.5, max(0.025, 2 * client.state_cost_s))
-            time.sleep(min(interval, max(0.0, deadline - now)))
-        result: dict[str, Any] = {"port": target, "tool": "wait_for", "matched": matched}
-        if event is not None:
-            result["event"] = event
-            if matched:
-                result["value"] = value
-        else:
-            result["path"] = path
-            result["value" if matched else "lastValue"] = value
-            if not found:
-                result["pathFound"] = False
-            if changes and initial is not None:
-                result["initialValue"] = initial[1]
-        result.update({"elapsedMs": int((time.monotonic() - started) * 1000), "polls": polls})
-        if isinstance(last_state.get("frame"), (int, float)):
-            result["frame"] = last_state["frame"]
-        if not matched:
-            result["note"] = f"Not matched within {total_ms}ms."
-        return result
+            return state
+
+        result = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
+        return {"port": target, **result}
 
     # ------------------------------------------------------------------ eager
     def eager_targets(self) -> list[tuple[int, Manifest]]:
@@ -555,7 +462,3 @@ class Bridge:
                 self._launcher.shutdown()
             except Exception:
                 log.exception("launcher shutdown failed")
-
-
-def iter_tools() -> Iterable[str]:
-    return (t.name for t in TOOLS)

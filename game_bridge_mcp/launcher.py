@@ -180,9 +180,11 @@ class Launcher:
                 f"No instance launched by this bridge is on port {port}, so there is no captured "
                 "output: instance_log reads only games started with launch_instance (output of a "
                 f"game started elsewhere goes wherever that process writes it).{held}", port=port)
-        result = inst.capture.read(lines, since)
         code = inst.leader_exit()
         running = code is None or (inst.wrapper_exited and bool(inst.tree.live(marker_scan=False)))
+        if not running:  # the game is gone: let the pump drain what it wrote last
+            inst.capture.wait_eof(0.5)
+        result = inst.capture.read(lines, since)
         return {"port": port, **result, "logFile": str(inst.capture.log_path),
                 "running": running, "exitCode": None if running else code}
 

@@ -54,7 +54,7 @@ from .composites import Composite
 from .config import Config
 from .errors import BridgeError
 from .pipes import loop_streams
-from .tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef, check_arguments
+from .tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef
 
 log = logging.getLogger("game_bridge_mcp")
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakegame import FakeGame  # noqa: E402
 
 from game_bridge_mcp.config import Config  # noqa: E402
-from game_bridge_mcp import discovery  # noqa: E402
+from game_bridge_mcp import discovery, probe  # noqa: E402
 from game_bridge_mcp.discovery import discover  # noqa: E402
 from game_bridge_mcp.errors import BridgeUsageError  # noqa: E402
 from game_bridge_mcp.manifest import normalise_manifest  # noqa: E402
@@ -491,7 +491,7 @@ def test_a_typical_listing_is_fast(reg: Path) -> None:
 # --------------------------------------------------------------------------- the connect sweep
 
 def test_connect_sweep_settles_quiet_ports_without_http(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(discovery, "CONNECT_BATCH", 3)  # several batches, order kept
+    monkeypatch.setattr(probe, "CONNECT_BATCH", 3)  # several batches, order kept
     with hung_listener() as a, hung_listener() as b:
         quiet = [quiet_port() for _ in range(5)]
         addresses = [("127.0.0.1", p) for p in [quiet[0], a, quiet[1], quiet[2], b, quiet[3], quiet[4]]]
