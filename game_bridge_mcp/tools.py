@@ -54,7 +54,7 @@ TOOLS: tuple[ToolDef, ...] = (
         "and log file. Use it when list_instances shows nothing to drive, or to compare two builds. "
         "Never choose a port yourself unless you must.",
         _schema({"port": {**_PORT, "description": "Only if you need a specific port; normally leave it out."},
-                 "timeoutMs": {"type": "integer", "minimum": 1, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."}}),
+                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 3600000, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."}}),
         "launch_instance"),
     ToolDef(
         "list_instances", "List running game instances",
@@ -72,7 +72,7 @@ TOOLS: tuple[ToolDef, ...] = (
         "Stop a game instance this bridge launched: the game's own close first, then termination of its "
         "whole process tree if it does not go within graceMs. Refuses ports this bridge did not launch "
         "(ask that game to close itself with call_tool name 'close').",
-        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "description": "How long a clean close may take before escalation (default 3000)."}}),
+        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long a clean close may take before escalation (default 3000)."}}),
         "stop_instance", destructive=True, idempotent=True),
     ToolDef(
         "instance_log", "Read a launched instance's output",
@@ -126,7 +126,7 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         _schema({"port": _PORT, "command": {"type": "string", "description": "The command (the contract's cmd)."},
                  "args": {"type": "object", "description": "Arguments, sent as query parameters."},
                  "sync": {"type": "boolean", "description": "Wait for the game to apply it (default true)."},
-                 "timeoutMs": {"type": "integer", "minimum": 1, "description": "How long to wait for confirmation (default --timeout)."}}, ("command",)),
+                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "How long to wait for confirmation (default --timeout)."}}, ("command",)),
         "raw_command", destructive=True),
     ToolDef(
         "wait_for", "Wait for a condition in the state",
@@ -145,7 +145,7 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "close", "Close the game cleanly",
         "Ask the game to shut down through its own teardown; confirmed by the port going quiet. Works on "
         "any instance; for one this bridge launched prefer stop_instance, which also escalates.",
-        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "description": "How long to wait for the port to go quiet (default 5000)."}}),
+        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long to wait for the port to go quiet (default 5000)."}}),
         "close", destructive=True, idempotent=True),
 )
 

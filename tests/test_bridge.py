@@ -318,3 +318,16 @@ def test_a_composite_that_raises_becomes_a_structured_error(game: FakeGame) -> N
 def test_a_composite_may_not_hide_a_bridge_tool() -> None:
     with pytest.raises(BridgeUsageError, match="would hide a bridge tool"):
         Bridge(Config(environ={}), composites=[Composite(name="get_state", description="", run=lambda c: 1)])
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("call_tool", {"name": "close", "arguments": {"graceMs": 10**9}}),
+    ("call_tool", {"name": "raw_command", "arguments": {"command": "noop", "timeoutMs": 10**12}}),
+    ("call_tool", {"name": "wait_for", "arguments": {"event": "x", "timeoutMs": 10**9}}),
+    ("stop_instance", {"graceMs": 10**9}),
+])
+def test_waits_are_bounded(game: FakeGame, tool: str, args: dict) -> None:
+    """A worker thread cannot be cancelled: no argument may make it wait for ever."""
+    with pytest.raises(BridgeUsageError, match="between"):
+        bridge_for(game).run_tool(tool, args)
+    assert not game.closed.is_set()
