@@ -61,6 +61,7 @@ log = logging.getLogger("game_bridge_mcp")
 _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
 #: Results larger than this carry text only (no duplicate structuredContent).
 STRUCTURED_LIMIT = 256 * 1024
+STRUCTURED_DEPTH = 64
 EAGER_PREFIX = "p"
 #: How often --eager re-reads manifests and looks for new instances.
 EAGER_REFRESH_S = 2.0
@@ -77,9 +78,30 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _nests_within(value: Any, limit: int) -> bool:
+    """True when ``value`` has no containers nested deeper than ``limit`` (iterative, so a
+    hostile document cannot exhaust the stack here either)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return False
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
 def result_of(value: dict[str, Any]) -> types.CallToolResult:
     text = _dumps(value)
-    structured = value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict) else None
+    # structuredContent duplicates the text, so only for answers of a sane size and depth:
+    # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
+    structured = (value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict)
+                  and _nests_within(value, STRUCTURED_DEPTH) else None)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structuredContent=structured, isError=False)
 
@@ -96,7 +118,8 @@ def error_result(exc: BaseException) -> types.CallToolResult:
                 "the server keeps serving. Details are on its stderr.")
         data = {"error": "InternalError"}
     try:
-        _dumps(data)
+        if len(_dumps(data)) > STRUCTURED_LIMIT or not _nests_within(data, STRUCTURED_DEPTH):
+            data = {"error": data.get("error")}
     except (TypeError, ValueError, RecursionError):
         data = {"error": data.get("error")}
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],

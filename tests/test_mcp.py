@@ -295,3 +295,20 @@ def test_eager_refresh_announces_a_manifest_changed_without_any_call(game: FakeG
                     await anyio.sleep(0.01)
             assert f"p{game.port}_rebuilt" in [t.name for t in (await client.list_tools()).tools]
     anyio.run(main)
+
+
+@pytest.mark.parametrize("depth", [500, 900])
+def test_a_deeply_nested_state_does_not_take_the_session_down(game: FakeGame, depth: int) -> None:
+    body = ('{"frame": 1, "deep": ' + "[" * depth + "]" * depth + "}").encode()
+    game.overrides["/state"] = lambda h: h.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    rejected = b'{"accepted": false, "error": "no", "detail": ' + b"[" * depth + b"]" * depth + b"}"
+    game.overrides["/command"] = lambda h: h.wfile.write(b"HTTP/1.0 400 X\r\nContent-Length: %d\r\n\r\n" % len(rejected) + rejected)
+
+    async def main() -> None:
+        async with connect(app_for(game.port)) as client:
+            state = data(await client.call_tool("call_tool", {"name": "get_state"}))
+            assert state["frame"] == 1
+            r = await client.call_tool("call_tool", {"name": "drop", "arguments": {"x": 1}})
+            assert is_error(r) and text(r).startswith("BridgeUsageError: The game on port")
+            assert data(await client.call_tool("call_tool", {"name": "get_health"}))["ok"] is True
+    anyio.run(main)
