@@ -14,7 +14,7 @@ from typing import Any, Sequence, TextIO
 
 from ._version import __version__
 from .config import apply_project_config, parse_cli
-from .errors import ERROR_TYPES, BridgeError
+from .errors import ERROR_TYPES, BridgeError, BridgeUsageError
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -48,7 +48,14 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         sys.stdout.write(f"game-bridge-mcp {__version__}\n")
         return 0
     _load_project(parsed.config, sys.stderr)
-    from .server import start_stdio_server
+    try:
+        from .server import start_stdio_server
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic"):
+            raise BridgeUsageError(
+                f"Serving MCP needs the MCP SDK, which is not installed here ({exc}). Install it with "
+                "pip install 'mcp>=1.23,<3'. The call, check and demo commands work without it.") from None
+        raise
 
     return start_stdio_server(parsed.config)
 

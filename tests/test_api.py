@@ -143,3 +143,29 @@ def test_error_types_carry_fields() -> None:
     assert NotAGameSurface(7802, "GET /health returned HTTP 404").render().startswith("NotAGameSurface: Something is listening on http://127.0.0.1:7802")
     assert BridgeUsageError("x").exit_code == 2 and GameOffline(1).exit_code == 3
     assert Composite(name="a", description="", run=lambda c: 1, only=["A", "B"]).suits("B")
+
+
+def test_vendored_without_the_sdk(tmp_path: Path) -> None:
+    """Copied into a repository with no MCP SDK: call works, serving says what to install."""
+    import shutil
+
+    shutil.copytree(ROOT / "game_bridge_mcp", tmp_path / "game_bridge_mcp",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('mcp', 'anyio'): raise ModuleNotFoundError(f\"No module named '{name}'\", name=name)\n"
+        "sys.meta_path.insert(0, Block())\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tmp_path)
+    with FakeGame() as game:
+        out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "call", "drop", '{"x": 1}', "--port", str(game.port)],
+                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["applied"] is True
+    out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "--no-scan", "--registry-dir", "./instances"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, input="")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("BridgeUsageError: Serving MCP needs the MCP SDK") and "pip install" in out.stderr
