@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from .checks_base import FAIL, PASS, SKIP, WARN, Line, Target
 from .checks_host import HostChecks
-from .checks_host import non_loopback_addresses as _non_loopback_addresses  # noqa: F401 (re-exported)
+from .checks_host import listening_addresses  # noqa: F401 (re-exported)
 from .checks_protocol import FRAME_WATCH_S, SLOW_COMMAND_MS, SLOW_HEALTH_MS, UNKNOWN_PREFIX  # noqa: F401
 from .checks_protocol import ProtocolChecks
 from .errors import BridgeError, BridgeUsageError

@@ -79,25 +79,23 @@ class HostChecks(CheckSession):
 
     # ------------------------------------------------------------------ network exposure
     def check_loopback_only(self) -> None:
-        addresses = non_loopback_addresses()
-        if not addresses:
-            self.report(SKIP, "loopback-only binding: this machine has no other local address to try")
+        """Read the game's listening sockets instead of connecting to the machine's other
+        addresses: no traffic leaves loopback, and 0.0.0.0 is caught on any machine."""
+        listening = listening_addresses(self.port)
+        if listening is None:
+            self.report(SKIP, "loopback-only binding: cannot see this machine's listening sockets "
+                              "(psutil is missing or not permitted)")
             return
-        open_on = []
-        for address in addresses[:4]:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            try:
-                with socket.socket(family, socket.SOCK_STREAM) as sock:
-                    sock.settimeout(0.5)
-                    sock.connect((address, self.port))
-                open_on.append(address)
-            except OSError:
-                continue
-        if open_on:
-            self.report(FAIL, f"port {self.port} accepts connections on {', '.join(open_on)}",
+        if not listening:
+            self.report(SKIP, f"loopback-only binding: no listening socket found for port {self.port}")
+            return
+        exposed = [ip for ip in listening if not _is_loopback(ip)]
+        if exposed:
+            shown = ", ".join(f"{ip} (every interface)" if _is_unspecified(ip) else ip for ip in exposed)
+            self.report(FAIL, f"port {self.port} listens on {shown}",
                         "The debug surface is reachable from the network. Bind 127.0.0.1 only.")
         else:
-            self.report(PASS, f"bound to loopback only (refused on {', '.join(addresses[:4])})")
+            self.report(PASS, f"bound to loopback only (listening on {', '.join(listening)})")
 
     def _raw_status(self, headers: Mapping[str, str]) -> int | None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=min(self.timeout_s, 3.0))
@@ -230,32 +228,35 @@ def _wait_exit(pid: int, timeout_s: float) -> bool | None:
         time.sleep(0.02)
 
 
-def non_loopback_addresses() -> list[str]:
-    """This machine's own non-loopback IP addresses (IPv4 first; no link-local)."""
-    found: list[str] = []
+def listening_addresses(port: int) -> list[str] | None:
+    """The local addresses of the TCP sockets listening on ``port`` (None when psutil
+    cannot tell)."""
     try:
         import psutil
-
-        for addresses in psutil.net_if_addrs().values():
-            for address in addresses:
-                if address.family in (socket.AF_INET, socket.AF_INET6):
-                    found.append(address.address.split("%")[0])
-    except Exception:
-        try:
-            found.extend(str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None))
-        except OSError:
-            pass
-    usable: list[str] = []
-    for text in found:
-        try:
-            ip = ipaddress.ip_address(text)
-        except ValueError:
-            continue
-        if ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
-            continue
-        if str(ip) not in usable:
-            usable.append(str(ip))
-    return sorted(usable, key=lambda a: ":" in a)
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return None
+    try:
+        found = {str(conn.laddr.ip).split("%")[0] for conn in psutil.net_connections(kind="tcp")
+                 if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port}
+    except (psutil.Error, OSError):
+        return None
+    return sorted(found)
 
 
-__all__ = ["HostChecks", "non_loopback_addresses"]
+def _is_loopback(text: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _is_unspecified(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text).is_unspecified
+    except ValueError:
+        return False
+
+
+__all__ = ["HostChecks", "listening_addresses"]
