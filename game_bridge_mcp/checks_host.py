@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
-import socket
 import time
 from pathlib import Path
 from typing import Mapping
