@@ -227,7 +227,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
             err.write(f"game-bridge-mcp demo --init: {exc}\n")
             return 2
         out.write(f"Wrote {path}.\nFrom this directory, launch_instance starts the demo game; try:\n"
-                  "  game-bridge-mcp call launch_instance '{}'\n"
+                  "  game-bridge-mcp call launch_instance --keep    (then: game-bridge-mcp call close --port <port>)\n"
                   "or register the bridge with your MCP client (claude mcp add game-bridge -- game-bridge-mcp)\n"
                   "and ask the agent to play a round.\n")
         return 0

@@ -313,6 +313,7 @@ def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatc
     assert demo_main(["--init"], stdout=out, stderr=err) == 0
     path = tmp_path / "gamebridge.json"
     assert f"Wrote {path}" in out.getvalue()
+    assert "call launch_instance --keep" in out.getvalue()  # call refuses to launch without --keep
     decl = load_declaration(path)
     assert decl.argv is not None and "game_bridge_mcp.game.demo" in decl.argv and decl.cwd == tmp_path
     assert demo_main(["--init"], stdout=io.StringIO(), stderr=err) == 2 and "--force" in err.getvalue()
