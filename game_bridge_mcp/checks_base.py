@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO, TypeGuard
 
-from .transport import HttpResponse, Opener, loopback_opener
+from .transport import HttpResponse, Opener, decode_json, loopback_opener
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 
@@ -41,22 +41,6 @@ class Target:
     launched: bool = False
     entry_seen_before_bind: bool | None = None  # --launch only: entry written before bind?
     entry_seen_path: str | None = None
-
-
-def _strict_json(body: bytes) -> Any:
-    """Parse like a strict client: NaN/Infinity are not JSON. Raises ValueError."""
-
-    def reject(name: str) -> Any:
-        raise ValueError(f"contains {name}, which is not JSON (strict parsers reject it)")
-
-    try:
-        return json.loads(body.decode("utf-8"), parse_constant=reject)
-    except UnicodeDecodeError:
-        raise ValueError("is not UTF-8 text") from None
-    except RecursionError:
-        raise ValueError("is nested too deeply to parse") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -124,7 +108,7 @@ class CheckSession:
         """``(response, document, problem)``; problem is None when the body is strict JSON."""
         response = self.get(path, **kwargs)
         try:
-            return response, _strict_json(response.body), None
+            return response, decode_json(response.body, strict=True), None
         except ValueError as exc:
             return response, None, f"the body {exc}"
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .transport import decode_json
+
 #: Environment variable naming the entries directory itself.
 ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
 #: Environment variable naming its parent (``$GAME_BRIDGE_HOME/instances``).
@@ -260,21 +262,13 @@ def _read_file(path: Path, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def _reject_constant(name: str) -> Any:
-    raise InvalidEntry(f"is not valid JSON (it uses {name}, which JSON does not allow)")
-
-
 def _decode(body: bytes) -> Any:
+    if not body.strip():
+        raise InvalidEntry("is empty (a writer that died mid-write, or not an entry)")
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise InvalidEntry("is not UTF-8 text") from None
-    except RecursionError:
-        raise InvalidEntry("is nested too deeply to parse") from None
-    except json.JSONDecodeError as exc:
-        if not body.strip():
-            raise InvalidEntry("is empty (a writer that died mid-write, or not an entry)") from None
-        raise InvalidEntry(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        return decode_json(body, strict=True)
+    except ValueError as exc:
+        raise InvalidEntry(str(exc)) from None
 
 
 def load_entry(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> RegistryEntry:

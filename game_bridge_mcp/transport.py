@@ -469,14 +469,16 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def decode_json(body: bytes) -> Any:
-    """Parse a JSON answer. ``NaN``/``Infinity`` become ``None``; raise ValueError with a
-    short reason for invalid or absurdly nested documents."""
+def decode_json(body: bytes, *, strict: bool = False) -> Any:
+    """Parse a JSON document; raise ValueError with a short reason (that reads after "the
+    body ...") for invalid, non-UTF-8 or absurdly nested ones. ``NaN``/``Infinity`` become
+    ``None``, or with ``strict`` (a file or a conformance check) are refused."""
+    constant = _reject_constant if strict else _no_constant
     try:
         if len(body) >= PAUSE_GC_BYTES:
             with _gc_paused():
-                return json.loads(body, parse_constant=_no_constant)
-        return json.loads(body, parse_constant=_no_constant)
+                return json.loads(body, parse_constant=constant)
+        return json.loads(body, parse_constant=constant)
     except RecursionError:
         raise ValueError("is nested too deeply to parse") from None
     except UnicodeDecodeError:
@@ -487,6 +489,10 @@ def decode_json(body: bytes) -> Any:
 
 def _no_constant(_name: str) -> None:
     return None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"contains {name}, which is not JSON (strict parsers reject it)")
 
 
 OpenerFactory = Callable[[], Opener]
