@@ -28,6 +28,21 @@ from .procs import MARKER_KEY
 log = logging.getLogger(__name__)
 
 
+def _hang_up(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Close the watcher's pipe (its cue to reap what is recorded and exit) and wait for
+    it a little, so it is not left a zombie. True when it exited in time."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 class NoWatcher:
     """The watcher's interface for a detached launcher, which must not reap at exit."""
 
@@ -115,33 +130,15 @@ class WatcherLink:
 
     def _reap_old(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            pass
+        if proc is not None:
+            _hang_up(proc, 0.5)
 
     def close(self, timeout_s: float = 2.0) -> None:
         """Close the pipe: the watcher reaps what is still recorded (normally nothing)
         and exits. Waits a little for it so it is not left as a zombie."""
         with self._lock:
             proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        if proc is not None and not _hang_up(proc, timeout_s):
             log.warning("the reaper watcher (pid %d) did not exit within %.1fs", proc.pid, timeout_s)
 
 
