@@ -18,7 +18,9 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import pytest
 
 Behaviour = Callable[[socket.socket, "HostilePeer"], None]
 
@@ -273,3 +275,18 @@ def garbage(data: bytes = b"SSH-2.0-OpenSSH_9.6\r\n\x00\xff\xfe not http at all\
 
 def deep_nesting(depth: int = 100_000) -> Behaviour:
     return answer(200, b"[" * depth)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Behaviour], HostilePeer]]:
+    """Start hostile peers for one test; every one is closed (threads joined) after it."""
+    peers: list[HostilePeer] = []
+
+    def start(behaviour: Behaviour) -> HostilePeer:
+        peer = HostilePeer(behaviour).__enter__()
+        peers.append(peer)
+        return peer
+
+    yield start
+    for peer in peers:
+        peer.close()

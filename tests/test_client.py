@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 from fakegame import FakeGame, wait_until  # noqa: E402
-from hostile import HostilePeer  # noqa: E402
+from hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
 from game_bridge_mcp import client as client_module  # noqa: E402
 from game_bridge_mcp.client import GameClient  # noqa: E402
@@ -31,18 +31,6 @@ TIMEOUT_MS = 500
 BOUND_S = 3.0
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[hostile.Behaviour], HostilePeer]]:
-    peers: list[HostilePeer] = []
-
-    def start(behaviour: hostile.Behaviour) -> HostilePeer:
-        peer = HostilePeer(behaviour).__enter__()
-        peers.append(peer)
-        return peer
-
-    yield start
-    for peer in peers:
-        peer.close()
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ import socketserver
 import subprocess
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Iterator
 
 import pytest
 
+from fakegame import wait_until
 from game_bridge_mcp.client import GameClient
 from game_bridge_mcp.game import GameBridge, RawJson, debug_port_from_argv, encode_state
 from game_bridge_mcp.game._http import is_loopback_host_header
@@ -25,17 +25,6 @@ from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.transport import loopback_opener
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def wait_until(predicate: Any, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.002)
 
 
 class World:

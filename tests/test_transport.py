@@ -8,14 +8,14 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 from fakegame import FakeGame  # noqa: E402
-from hostile import HostilePeer  # noqa: E402
+from hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
 from game_bridge_mcp.transport import (  # noqa: E402
     DEFAULT_MAX_BYTES, HttpResponse, TransportError, decode_json, loopback_opener)
@@ -27,19 +27,6 @@ DEADLINE_S = 0.5
 BOUND_S = 3.0
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[hostile.Behaviour], HostilePeer]]:
-    """Start hostile peers for one test; every one is closed (threads joined) after it."""
-    peers: list[HostilePeer] = []
-
-    def start(behaviour: hostile.Behaviour) -> HostilePeer:
-        peer = HostilePeer(behaviour).__enter__()
-        peers.append(peer)
-        return peer
-
-    yield start
-    for peer in peers:
-        peer.close()
 
 
 def closed_port() -> int:
