@@ -14,20 +14,20 @@ from ._version import __version__
 from .errors import BridgeError, BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
 
 _LAZY = {
-    "Bridge": ".bridge",
-    "Composite": ".composites",
-    "CompositeContext": ".composites",
-    "GameClient": ".client",
-    "Launcher": ".launcher",
-    "read_registry": ".registry",
-    "register_instance": ".registry",
-    "normalise_manifest": ".manifest",
-    "Manifest": ".manifest",
+    "Bridge": ".core.bridge",
+    "Composite": ".core.composites",
+    "CompositeContext": ".core.composites",
+    "GameClient": ".wire.client",
+    "Launcher": ".launch.launcher",
+    "read_registry": ".registry.reader",
+    "register_instance": ".registry.reader",
+    "normalise_manifest": ".manifest.reader",
+    "Manifest": ".manifest.reader",
     "parse_cli": ".config",
     "apply_project_config": ".config",
     "Config": ".config",
-    "HttpResponse": ".transport",
-    "TransportError": ".transport",
+    "HttpResponse": ".wire.transport",
+    "TransportError": ".wire.transport",
 }
 
 
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
 
 def start_stdio_server(config: Any, *, composites: Any = ()) -> None:
     """Serve the bridge over stdio until the client disconnects (imports the MCP SDK)."""
-    from .server import start_stdio_server as _start
+    from .mcp_server.adapter import start_stdio_server as _start
 
     _start(config, composites=composites)
 

@@ -17,7 +17,7 @@ from ._version import __version__
 from .errors import BridgeError, BridgeUsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .project import LaunchDeclaration
+    from .launch.declaration import LaunchDeclaration
 
 DEFAULT_PORT = 7777
 DEFAULT_SCAN_RANGE = "7777,7800-7810"
@@ -204,7 +204,7 @@ def apply_project_config(config: Config, *, cwd: Path | None = None) -> Config:
     otherwise the nearest ``gamebridge.json`` walking up from ``cwd``. No file is not an
     error: ``launch_instance`` explains what to write when it is called.
     """
-    from .project import find_declaration, load_declaration
+    from .launch.declaration import find_declaration, load_declaration
 
     if config.config_file is not None:
         config.declaration = load_declaration(config.config_file)

@@ -217,7 +217,7 @@ class InProcess:
     """``Bridge(config).run_tool("call_tool", ...)`` in this process."""
 
     def __init__(self, ports: Sequence[int]) -> None:
-        from game_bridge_mcp.bridge import Bridge
+        from game_bridge_mcp.core.bridge import Bridge
         from game_bridge_mcp.config import Config
 
         self.bridge = Bridge(Config(port=ports[0], scan=False, registry=False, environ=child_env()))

@@ -34,15 +34,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from game_bridge_mcp.config import DEFAULT_SCAN_RANGE, Config, parse_port_spec  # noqa: E402
-from game_bridge_mcp.discovery import discover  # noqa: E402
-from game_bridge_mcp.manifest import normalise_manifest  # noqa: E402
+from game_bridge_mcp.discovery.report import discover  # noqa: E402
+from game_bridge_mcp.manifest.reader import normalise_manifest  # noqa: E402
 
 
 #: A child process serving one FakeGame until its stdin closes; prints the port.
 GAME_HOST = """
 import sys
 sys.path.insert(0, {tests!r})
-from fakegame import FakeGame
+from peers.fakegame import FakeGame
 with FakeGame(hz=60) as game:
     print(game.port, flush=True)
     sys.stdin.read()

@@ -11,7 +11,7 @@ Two measurements, printed as a table (and as JSON with --json):
    to the last launched process gone, for a cooperative game (honours ``close``) and a
    stubborn one (ignores ``close``, behind a shell, with a grandchild that called
    ``setsid``). The bridge is either a minimal driver around Launcher
-   (``tests/games/bridge_driver.py``) or the real server (``python -m game_bridge_mcp``),
+   (``tests/peers/games/bridge_driver.py``) or the real server (``python -m game_bridge_mcp``),
    which is sent ``initialize`` and two ``launch_instance`` calls first.
 
     .venv/bin/python scripts/bench_launch.py [--runs 3] [--json]
@@ -39,14 +39,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from game_bridge_mcp.client import GameClient  # noqa: E402
+from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.config import Config  # noqa: E402
 from game_bridge_mcp.errors import BridgeError  # noqa: E402
-from game_bridge_mcp.launcher import Launcher  # noqa: E402
-from game_bridge_mcp.project import load_declaration  # noqa: E402
+from game_bridge_mcp.launch.launcher import Launcher  # noqa: E402
+from game_bridge_mcp.launch.declaration import load_declaration  # noqa: E402
 
-GAME = ROOT / "tests" / "games" / "game.py"
-DRIVER = ROOT / "tests" / "games" / "bridge_driver.py"
+GAME = ROOT / "tests" / "peers" / "games" / "game.py"
+DRIVER = ROOT / "tests" / "peers" / "games" / "bridge_driver.py"
 TOKEN = "GB_BENCH_TOKEN"
 
 

@@ -23,12 +23,12 @@ import psutil
 import pytest
 
 from game_bridge_mcp.config import Config
-from game_bridge_mcp.launcher import Launcher
-from game_bridge_mcp.project import load_declaration
+from game_bridge_mcp.launch.launcher import Launcher
+from game_bridge_mcp.launch.declaration import load_declaration
 
 HERE = Path(__file__).resolve().parent
-GAME = HERE / "games" / "game.py"
-DRIVER = HERE / "games" / "bridge_driver.py"
+GAME = HERE / "peers" / "games" / "game.py"
+DRIVER = HERE / "peers" / "games" / "bridge_driver.py"
 PYTHON = sys.executable
 TOKEN_KEY = "GB_TEST_TOKEN"
 

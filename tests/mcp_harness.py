@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Callable
 
 import anyio
 
-from game_bridge_mcp.server import _SDK2, BridgeServer
+from game_bridge_mcp.mcp_server.adapter import _SDK2, BridgeServer
 
 SDK_MAJOR = 2 if _SDK2 else 1
 

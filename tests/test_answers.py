@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile import HostilePeer  # noqa: E402
+from peers.hostile import HostilePeer  # noqa: E402
 
-from game_bridge_mcp.transport import KeepAliveSession, TransportError, loopback_opener  # noqa: E402
+from game_bridge_mcp.wire.transport import KeepAliveSession, TransportError, loopback_opener  # noqa: E402
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import game_bridge_mcp
-from fakegame import DEFAULT_MANIFEST, FakeGame
+from peers.fakegame import DEFAULT_MANIFEST, FakeGame
 from game_bridge_mcp import (Bridge, BridgeUsageError, CommandTimeout, Composite, GameClient, GameOffline,
                              HttpResponse, NotAGameSurface, TransportError, apply_project_config,
                              normalise_manifest, parse_cli, read_registry)
@@ -37,7 +37,7 @@ def test_import_does_not_need_the_sdk() -> None:
             "    def find_spec(self, name, path=None, target=None):\n"
             "        if name == 'mcp' or name.startswith('mcp.'): raise ModuleNotFoundError(name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import game_bridge_mcp, game_bridge_mcp.bridge, game_bridge_mcp.cli, game_bridge_mcp.call_cli\n"
+            "import game_bridge_mcp, game_bridge_mcp.core.bridge, game_bridge_mcp.cli.main, game_bridge_mcp.cli.call\n"
             "from game_bridge_mcp import Bridge, GameClient, Launcher, Composite\n"
             "print('ok', 'mcp' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)

@@ -10,9 +10,9 @@ from typing import Iterator
 
 import pytest
 
-from fakegame import DEFAULT_MANIFEST, FakeGame
+from peers.fakegame import DEFAULT_MANIFEST, FakeGame
 from game_bridge_mcp import Composite
-from game_bridge_mcp.bridge import Bridge
+from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.config import Config, parse_cli
 from game_bridge_mcp.errors import BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
 

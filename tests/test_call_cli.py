@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fakegame import FakeGame
+from peers.fakegame import FakeGame
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,11 +76,11 @@ def test_errors_go_to_stderr_with_their_exit_code(tmp_path: Path, case: str, cod
 def test_launch_with_keep_outlives_the_command_and_closes_cleanly(tmp_path: Path) -> None:
     import psutil
 
-    from fakegame import wait_until
+    from peers.fakegame import wait_until
 
     decl = tmp_path / "gamebridge.json"
     decl.write_text(json.dumps({"name": "Kept Game", "launch": {
-        "argv": [sys.executable, str(ROOT / "tests" / "games" / "game.py"), "--port", "{port}", "--lines", "3"],
+        "argv": [sys.executable, str(ROOT / "tests" / "peers" / "games" / "game.py"), "--port", "{port}", "--lines", "3"],
         "portRange": "7840-7859", "readyTimeoutMs": 20000}}))
     out = call(tmp_path, "launch_instance", "--keep", "--config", str(decl))
     assert out.returncode == 0, out.stderr

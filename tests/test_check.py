@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from game_bridge_mcp.checker import main
-from game_bridge_mcp.registry import read_registry
-from game_bridge_mcp.transport import TransportError, loopback_opener
+from game_bridge_mcp.check.runner import main
+from game_bridge_mcp.registry.reader import read_registry
+from game_bridge_mcp.wire.transport import TransportError, loopback_opener
 
-from fakegame import FakeGame
-from kitfakes import REPO, BrokenGame, child_env, demo_process, free_port
+from peers.fakegame import FakeGame
+from peers.kitfakes import REPO, BrokenGame, child_env, demo_process, free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -99,7 +99,7 @@ def test_launch_checks_the_entry_is_written_after_bind(tmp_path: Path) -> None:
 
 def test_launch_catches_an_entry_written_before_bind(tmp_path: Path) -> None:
     environ = {"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "kitfakes_game.py"),
+    config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "peers" / "kitfakes_game.py"),
                                           "--port", "{port}", "--register-early"])
     result = check("--launch", "--config", str(config), environ=environ)
     assert result.code == 1, result
@@ -108,7 +108,7 @@ def test_launch_catches_an_entry_written_before_bind(tmp_path: Path) -> None:
 
 def test_launch_catches_an_entry_left_behind_after_close(tmp_path: Path) -> None:
     environ = {"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "kitfakes_game.py"),
+    config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "peers" / "kitfakes_game.py"),
                                           "--port", "{port}", "--leave-entry"])
     result = check("--launch", "--config", str(config), environ=environ)
     assert result.code == 1, result

@@ -15,15 +15,15 @@ from typing import Any, Callable, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hostile  # noqa: E402
-from fakegame import FakeGame, wait_until  # noqa: E402
-from hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
+from peers import hostile  # noqa: E402
+from peers.fakegame import FakeGame, wait_until  # noqa: E402
+from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
-from game_bridge_mcp import client as client_module  # noqa: E402
-from game_bridge_mcp.client import GameClient  # noqa: E402
+from game_bridge_mcp.wire import client as client_module  # noqa: E402
+from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.errors import (  # noqa: E402
     BridgeError, BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface)
-from game_bridge_mcp.transport import HttpResponse, TransportError  # noqa: E402
+from game_bridge_mcp.wire.transport import HttpResponse, TransportError  # noqa: E402
 
 pytestmark = pytest.mark.timeout(30)
 

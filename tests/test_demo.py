@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from game_bridge_mcp.client import GameClient
-from game_bridge_mcp.demo_cli import choose_x
-from game_bridge_mcp.demo_cli import main as demo_main
+from game_bridge_mcp.wire.client import GameClient
+from game_bridge_mcp.cli.demo import choose_x
+from game_bridge_mcp.cli.demo import main as demo_main
 from game_bridge_mcp.game.demo import (COLUMNS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
                                        FruitMerge, RuleError, build, padding_json)
-from game_bridge_mcp.manifest import normalise_manifest
-from game_bridge_mcp.registry import read_registry
-from game_bridge_mcp.transport import loopback_opener
+from game_bridge_mcp.manifest.reader import normalise_manifest
+from game_bridge_mcp.registry.reader import read_registry
+from game_bridge_mcp.wire.transport import loopback_opener
 
-from kitfakes import demo_process
+from peers.kitfakes import demo_process
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -254,7 +254,7 @@ def test_a_taken_port_fails_with_a_clear_message(tmp_path: Path) -> None:
         import subprocess
         import sys
 
-        from kitfakes import REPO, child_env
+        from peers.kitfakes import REPO, child_env
 
         out = subprocess.run([sys.executable, "-m", "game_bridge_mcp.game.demo", "--port", str(first.port),
                               "--no-register"], capture_output=True, text=True, timeout=20,
@@ -280,7 +280,7 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
 
     import psutil
 
-    from kitfakes import REPO, child_env, free_port
+    from peers.kitfakes import REPO, child_env, free_port
 
     env = child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")})
     port = free_port()
@@ -305,8 +305,8 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
 def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from game_bridge_mcp.checker import main as check_main
-    from game_bridge_mcp.project import load_declaration
+    from game_bridge_mcp.check.runner import main as check_main
+    from game_bridge_mcp.launch.declaration import load_declaration
 
     monkeypatch.chdir(tmp_path)
     out, err = io.StringIO(), io.StringIO()
@@ -318,7 +318,7 @@ def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatc
     assert decl.argv is not None and "game_bridge_mcp.game.demo" in decl.argv and decl.cwd == tmp_path
     assert demo_main(["--init"], stdout=io.StringIO(), stderr=err) == 2 and "--force" in err.getvalue()
     assert demo_main(["--init", "--force", "--hz", "200"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
-    from kitfakes import free_port
+    from peers.kitfakes import free_port
 
     doc = json.loads(path.read_text())
     port = free_port()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from game_bridge_mcp.digest import get_path, json_equal, recent_events, summarise
+from game_bridge_mcp.core.digest import get_path, json_equal, recent_events, summarise
 
 SPEC_STATE = {
     "frame": 91422, "simFrame": 48110, "completedCommandId": 17, "paused": False,

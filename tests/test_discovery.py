@@ -19,14 +19,15 @@ from typing import Any, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakegame import FakeGame  # noqa: E402
+from peers.fakegame import FakeGame  # noqa: E402
 
 from game_bridge_mcp.config import Config  # noqa: E402
-from game_bridge_mcp import discovery, probe  # noqa: E402
-from game_bridge_mcp.discovery import discover  # noqa: E402
+from game_bridge_mcp.discovery import report as discovery
+from game_bridge_mcp.discovery import probe# noqa: E402
+from game_bridge_mcp.discovery.report import discover  # noqa: E402
 from game_bridge_mcp.errors import BridgeUsageError  # noqa: E402
-from game_bridge_mcp.manifest import normalise_manifest  # noqa: E402
-from game_bridge_mcp.transport import TransportError, loopback_opener  # noqa: E402
+from game_bridge_mcp.manifest.reader import normalise_manifest  # noqa: E402
+from game_bridge_mcp.wire.transport import TransportError, loopback_opener  # noqa: E402
 
 PROBE_MS = 250
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from game_bridge_mcp.frames import FrameClock
+from game_bridge_mcp.wire.frames import FrameClock
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -16,11 +16,11 @@ from typing import Any, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakegame import FakeGame  # noqa: E402
+from peers.fakegame import FakeGame  # noqa: E402
 
-from game_bridge_mcp.client import GameClient  # noqa: E402
+from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.game.kit import GameBridge  # noqa: E402
-from game_bridge_mcp.transport import (  # noqa: E402
+from game_bridge_mcp.wire.transport import (  # noqa: E402
     PAUSE_GC_BYTES, HttpResponse, KeepAliveSession, TransportError, decode_json, loopback_opener)
 
 pytestmark = pytest.mark.timeout(30)

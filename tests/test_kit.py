@@ -17,12 +17,12 @@ from typing import Annotated, Any, Iterator
 
 import pytest
 
-from fakegame import wait_until
-from game_bridge_mcp.client import GameClient
+from peers.fakegame import wait_until
+from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.game import GameBridge, RawJson, debug_port_from_argv, encode_state
 from game_bridge_mcp.game._http import is_loopback_host_header
-from game_bridge_mcp.registry import read_registry
-from game_bridge_mcp.transport import loopback_opener
+from game_bridge_mcp.registry.reader import read_registry
+from game_bridge_mcp.wire.transport import loopback_opener
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -141,7 +141,7 @@ def test_manifest_comes_from_the_decorated_functions() -> None:
 
 
 def test_manifest_is_read_cleanly_by_the_bridge_normaliser() -> None:
-    from game_bridge_mcp.manifest import normalise_manifest
+    from game_bridge_mcp.manifest.reader import normalise_manifest
 
     manifest = normalise_manifest(make_bridge(World()).manifest())
     assert not manifest.dropped and not manifest.problems

@@ -14,10 +14,10 @@ from typing import Iterator
 import psutil
 import pytest
 
-from fakegame import FakeGame
-from game_bridge_mcp.client import GameClient
+from peers.fakegame import FakeGame
+from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.launcher import Launcher
+from game_bridge_mcp.launch.launcher import Launcher
 from launch_helpers import (LauncherFactory, ProcessGuard, free_range, guard, launchers,  # noqa: F401
                             wait_until, write_declaration)
 
@@ -195,7 +195,7 @@ def test_default_log_dir_is_a_private_temp_dir(tmp_path: Path, guard: ProcessGua
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
-    from game_bridge_mcp.capture import default_log_dir
+    from game_bridge_mcp.launch.capture import default_log_dir
 
     directory = default_log_dir()
     assert directory == tmp_path / "tmp" / "game-bridge-logs"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.manifest import (
+from game_bridge_mcp.manifest.reader import (
     BRIDGE_TOOL_NAMES,
     DEFAULT_PASSTHROUGH,
     MANIFEST_PROTOCOL,

@@ -13,11 +13,11 @@ from typing import Any, Iterator
 import anyio
 import pytest
 
-from fakegame import DEFAULT_MANIFEST, FakeGame, wait_until
+from peers.fakegame import DEFAULT_MANIFEST, FakeGame, wait_until
 from game_bridge_mcp import Composite
-from game_bridge_mcp.bridge import Bridge
+from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.config import Config
-from game_bridge_mcp.server import BridgeServer
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from mcp_harness import connect, data, dump, is_error, structured, text
 
 SEVEN = ["launch_instance", "list_instances", "stop_instance", "instance_log",

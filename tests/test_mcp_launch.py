@@ -10,10 +10,10 @@ import anyio
 import psutil
 import pytest
 
-from game_bridge_mcp.bridge import Bridge
+from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.config import Config
-from game_bridge_mcp.project import load_declaration
-from game_bridge_mcp.server import BridgeServer
+from game_bridge_mcp.launch.declaration import load_declaration
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from launch_helpers import ProcessGuard, guard, wait_until, write_declaration  # noqa: F401
 from mcp_harness import connect, data, is_error, text
 

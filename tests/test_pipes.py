@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.pipes import LineReader, Writer, loop_streams
+from game_bridge_mcp.mcp_server.pipes import LineReader, Writer, loop_streams
 
 pytestmark = pytest.mark.timeout(30)
 

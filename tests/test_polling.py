@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from game_bridge_mcp.client import GameClient
-from game_bridge_mcp.transport import HttpResponse
+from game_bridge_mcp.wire.client import GameClient
+from game_bridge_mcp.wire.transport import HttpResponse
 
 pytestmark = pytest.mark.timeout(30)
 

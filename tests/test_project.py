@@ -12,7 +12,7 @@ import pytest
 
 from game_bridge_mcp.config import Config, apply_project_config
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.project import (DEFAULT_PORT_RANGE, DEFAULT_READY_TIMEOUT_MS, find_declaration,
+from game_bridge_mcp.launch.declaration import (DEFAULT_PORT_RANGE, DEFAULT_READY_TIMEOUT_MS, find_declaration,
                                      load_declaration, parse_declaration)
 
 

@@ -17,8 +17,8 @@ from typing import IO
 import psutil
 import pytest
 
-from game_bridge_mcp import procs
-from game_bridge_mcp.client import GameClient
+from game_bridge_mcp.launch import procs
+from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
 from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, free_range, guard,  # noqa: F401
                             launchers, wait_until, write_declaration)
@@ -312,7 +312,7 @@ def test_watcher_reaps_only_what_it_was_told_about(guard: ProcessGuard) -> None:
 
 def test_watcher_runs_as_a_module_too(guard: ProcessGuard) -> None:
     target = sleeper(guard)
-    watcher = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp.watcher"], stdin=subprocess.PIPE,
+    watcher = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp.launch.watcher"], stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, cwd=str(Path(procs.__file__).parents[1]),
                                start_new_session=True)
     try:

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from fakegame import FakeGame
+from peers.fakegame import FakeGame
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,11 +13,11 @@ from typing import Any, Callable
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hostile  # noqa: E402
-from fakegame import FakeGame  # noqa: E402
-from hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
+from peers import hostile  # noqa: E402
+from peers.fakegame import FakeGame  # noqa: E402
+from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
-from game_bridge_mcp.transport import (  # noqa: E402
+from game_bridge_mcp.wire.transport import (  # noqa: E402
     DEFAULT_MAX_BYTES, HttpResponse, TransportError, decode_json, loopback_opener)
 
 pytestmark = pytest.mark.timeout(30)

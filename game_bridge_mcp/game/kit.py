@@ -333,7 +333,7 @@ class GameBridge:
 
     def _write_registry_entry(self) -> Any:
         try:
-            from ..registration import register_instance
+            from ..registry.writer import register_instance
         except Exception as exc:  # a vendored kit without the registry still serves
             log.debug("game-bridge kit: no registry writer (%s); not registering", exc)
             return None

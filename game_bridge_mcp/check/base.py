@@ -1,0 +1,123 @@
+"""What every ``check`` area shares: result levels, the game under check, and the session.
+
+Why this module exists: the conformance check (:mod:`.checker`) is split by area
+(:mod:`.checks_protocol` for the HTTP contract, :mod:`.checks_host` for what the game
+does on the machine), and every area needs the same few things: the result levels, the
+:class:`Target` being checked, and a :class:`CheckSession` that talks to the game
+exactly as the bridge does (loopback only, bounded answers, strict JSON) and writes
+the checklist line by line. The session is the one owner of what the checks learn
+along the way (commands the game knows, whether it publishes ``completedCommandId``,
+its registry entry), so later checks can build on earlier ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, TextIO, TypeGuard
+
+from ..wire.transport import HttpResponse, Opener, decode_json, loopback_opener
+
+PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+
+
+@dataclass
+class Line:
+    level: str
+    title: str
+    details: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Target:
+    """What is known about the game under check."""
+
+    port: int
+    pid: int | None = None  # the process listening on the port, when known
+    cwd: Path | None = None  # the working directory it was launched in, when known
+    launched: bool = False
+    entry_seen_before_bind: bool | None = None  # --launch only: entry written before bind?
+    entry_seen_path: str | None = None
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """A JSON whole number (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def show_value(value: Any, limit: int = 120) -> str:
+    """``value`` as JSON for a message, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class CheckSession:
+    """One check run against one port: HTTP to the game, the checklist written as it
+    goes, and what earlier checks found out. The areas' checks are its subclasses."""
+
+    def __init__(self, target: Target, *, out: TextIO, environ: Mapping[str, str],
+                 timeout_ms: int = 5000, grace_ms: int = 5000, command: str | None = None,
+                 command_args: Mapping[str, str] | None = None, close: bool = True,
+                 registry_dir: Path | None = None, opener: Opener | None = None) -> None:
+        self.target = target
+        self.port = target.port
+        self.base = f"http://127.0.0.1:{target.port}"
+        self.out = out
+        self.environ = environ
+        self.timeout_s = timeout_ms / 1000.0
+        self.grace_s = grace_ms / 1000.0
+        self.command = command
+        self.command_args = dict(command_args or {})
+        self.close = close
+        self.registry_override = registry_dir
+        self._open: Opener = opener or loopback_opener
+        self.lines: list[Line] = []
+        self.known_commands: set[str] = set()
+        self.unknown_accepted_id: int | None = None
+        self.health_has_completed = False
+        self.state_has_completed = False
+        self.entry: Any = None
+
+    # ------------------------------------------------------------------ output
+    def report(self, level: str, title: str, *details: str) -> Line:
+        line = Line(level, title, [d for d in details if d])
+        self.lines.append(line)
+        self.out.write(f"{level}  {title}\n")
+        for detail in line.details:
+            for text in detail.splitlines():
+                self.out.write(f"      {text}\n")
+        self.out.flush()
+        return line
+
+    def counts(self) -> dict[str, int]:
+        return {level: sum(1 for line in self.lines if line.level == level)
+                for level in (PASS, WARN, FAIL, SKIP)}
+
+    # ------------------------------------------------------------------ HTTP
+    def get(self, path: str, *, max_bytes: int = 64 * 1024 * 1024,
+            timeout_s: float | None = None) -> HttpResponse:
+        return self._open(self.base + path, timeout=timeout_s or self.timeout_s, max_bytes=max_bytes)
+
+    def get_json(self, path: str, **kwargs: Any) -> tuple[HttpResponse, Any, str | None]:
+        """``(response, document, problem)``; problem is None when the body is strict JSON."""
+        response = self.get(path, **kwargs)
+        try:
+            return response, decode_json(response.body, strict=True), None
+        except ValueError as exc:
+            return response, None, f"the body {exc}"
+
+    def _command(self, cmd: str, args: Mapping[str, str] | None = None) -> tuple[HttpResponse, Any, str | None, float]:
+        """``/command?cmd=...``: ``(response, document, problem, milliseconds)``."""
+        query = urllib.parse.urlencode([("cmd", cmd), *((k, v) for k, v in (args or {}).items())])
+        started = time.monotonic()
+        response, doc, problem = self.get_json("/command?" + query, max_bytes=1024 * 1024)
+        return response, doc, problem, (time.monotonic() - started) * 1000
+
+
+__all__ = ["CheckSession", "FAIL", "Line", "PASS", "SKIP", "Target", "WARN", "is_int", "show_value"]

@@ -1,0 +1,272 @@
+"""``game-bridge-mcp check``: a conformance check for a game written in any language.
+
+Why it exists: a game that gets the contract subtly wrong (no ``completedCommandId``,
+a ``frame`` that jumps backwards, an entry left in the registry, a debug port open to
+the network) still *seems* to work until an agent's tests turn flaky. This command
+talks to the game exactly as the bridge does and says, line by line, what conforms
+(``PASS``), what works in a weaker way or is unsafe (``WARN``), and what breaks the
+contract (``FAIL``); ``SKIP`` marks a check that could not run here.
+
+Usage::
+
+    game-bridge-mcp check --port 7820          # a game you started
+    game-bridge-mcp check --launch             # start one from gamebridge.json
+
+Exit code 0 when nothing failed, 1 when something did, 2 for a usage error.
+
+By default the check ends by sending ``close`` (to see the game shut down and remove
+its registry entry); ``--no-close`` leaves a running game alone. The command used for
+the command cycle is ``noop`` when the game knows it; ``--command NAME --arg k=v``
+names another (it is sent twice, so choose something harmless).
+
+This module is the command line, the order of the run, ``--launch`` (with a watch on
+the registry while the game boots) and the summary. The checks themselves are split by
+area: :mod:`.checks_protocol` (the HTTP contract) and :mod:`.checks_host` (registry
+entry, network exposure, close), both built on :mod:`.checks_base`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence, TextIO
+
+from .base import FAIL, PASS, SKIP, WARN, Line, Target
+from .host import HostChecks
+from .host import listening_addresses  # noqa: F401 (re-exported)
+from .protocol import FRAME_WATCH_S, SLOW_COMMAND_MS, SLOW_HEALTH_MS, UNKNOWN_PREFIX  # noqa: F401
+from .protocol import ProtocolChecks
+from ..errors import BridgeError, BridgeUsageError
+
+
+class _Usage(Exception):
+    """A usage error: printed with the usage line, exit code 2."""
+
+
+# --------------------------------------------------------------------------- the run
+
+class Checker(ProtocolChecks, HostChecks):
+    """Runs the checks against one port and writes the checklist as it goes. The checks
+    themselves live in :mod:`.checks_protocol` and :mod:`.checks_host`; this is their
+    order, and the one place that decides which run."""
+
+    def run(self) -> list[Line]:
+        self.out.write(f"Checking the game on {self.base} against the game-bridge contract\n")
+        if not self.check_health():
+            return self.lines
+        self.check_frame_moves()
+        self.check_state()
+        self.check_tools()
+        self.check_unknown_command()
+        self.check_command_cycle()
+        self.check_registry()
+        self.check_loopback_only()
+        self.check_hardening()
+        if self.close:
+            self.check_close()
+        else:
+            self.report(SKIP, "close: not sent (--no-close); the game is left running")
+        return self.lines
+
+
+# --------------------------------------------------------------------------- launching
+
+class _EntryWatcher:
+    """While a launch boots, watch the registry for a new entry and probe its port the
+    moment it appears: a refused connection means it was written before the bind."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.before = set(self._names())
+        self.seen: dict[str, bool] = {}  # file name -> port was accepting when first seen
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="check-entry-watch", daemon=True)
+
+    def _names(self) -> list[str]:
+        try:
+            return [n for n in os.listdir(self.directory) if n.endswith(".json") and not n.startswith(".")]
+        except OSError:
+            return []
+
+    def _run(self) -> None:
+        from ..registry.reader import InvalidEntry, load_entry
+
+        while not self._stop.wait(0.002):
+            for name in self._names():
+                if name in self.before or name in self.seen:
+                    continue
+                try:
+                    entry = load_entry(self.directory / name)
+                except (InvalidEntry, OSError):
+                    continue
+                try:
+                    with socket.create_connection(("127.0.0.1", entry.port), timeout=0.5):
+                        self.seen[name] = True
+                except OSError:
+                    self.seen[name] = False
+
+    def __enter__(self) -> "_EntryWatcher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+
+# --------------------------------------------------------------------------- CLI
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="game-bridge-mcp check", add_help=False,
+                     description="Check a running game (or one launched from gamebridge.json) against "
+                                 "the game-bridge contract.")
+    where = parser.add_argument_group("which game")
+    where.add_argument("-p", "--port", type=int, help="the debug port of a running game")
+    where.add_argument("--launch", action="store_true",
+                       help="start the game from gamebridge.json (nearest, or --config), check it, stop it")
+    where.add_argument("--config", type=Path, help="the launch declaration for --launch")
+    options = parser.add_argument_group("options")
+    options.add_argument("--command", help="the harmless command used for the command cycle (default: noop)")
+    options.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                         help="an argument for --command (repeatable)")
+    options.add_argument("--no-close", action="store_true", help="do not send close at the end")
+    options.add_argument("--timeout", type=int, default=5000, metavar="MS",
+                         help="per request and for a command to complete (default 5000)")
+    options.add_argument("--grace", type=int, default=5000, metavar="MS",
+                         help="how long close may take (default 5000)")
+    options.add_argument("--registry-dir", type=Path, help="the instance registry directory")
+    options.add_argument("-h", "--help", action="store_true", help="show this help")
+    return parser
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = build_parser()
+    ns = parser.parse_args(list(argv))
+    if ns.help:
+        return ns
+    if ns.port is None and not ns.launch:
+        raise _Usage("say which game: --port N (a running game) or --launch (from gamebridge.json)")
+    if ns.port is not None and ns.launch:
+        raise _Usage("--port and --launch are alternatives; give one")
+    if ns.port is not None and not 1 <= ns.port <= 65535:
+        raise _Usage(f"--port must be 1-65535, not {ns.port}")
+    if ns.config is not None and not ns.launch:
+        raise _Usage("--config is only used with --launch")
+    if not 1 <= ns.timeout <= 600_000 or not 0 <= ns.grace <= 600_000:
+        raise _Usage("--timeout must be 1-600000 ms and --grace 0-600000 ms")
+    if ns.arg and not ns.command:
+        raise _Usage("--arg needs --command")
+    args: dict[str, str] = {}
+    for item in ns.arg:
+        key, sep, value = item.partition("=")
+        if not sep or not key or key in ("cmd", "port"):
+            raise _Usage(f"--arg {item!r} must be KEY=VALUE (and KEY not cmd or port)")
+        args[key] = value
+    ns.command_args = args
+    return ns
+
+
+def _summary(counts: dict[str, int]) -> str:
+    parts = [f"{counts[PASS]} passed", f"{counts[WARN]} warning{'s' if counts[WARN] != 1 else ''}",
+             f"{counts[FAIL]} failed"]
+    if counts[SKIP]:
+        parts.append(f"{counts[SKIP]} skipped")
+    verdict = ("The game does not conform: fix the FAIL lines." if counts[FAIL] else
+               "The game conforms; the WARN lines are worth a look." if counts[WARN] else
+               "The game conforms.")
+    return f"Summary: {', '.join(parts)}. {verdict}\n"
+
+
+def _declaration(ns: argparse.Namespace, environ: Mapping[str, str]) -> Any:
+    """The Config with its launch declaration; BridgeUsageError when there is none."""
+    from ..config import Config, apply_project_config
+
+    config = Config(environ=dict(environ), registry_dir=ns.registry_dir, config_file=ns.config)
+    apply_project_config(config)
+    if config.declaration is None:
+        raise BridgeUsageError("check --launch needs a gamebridge.json: none was found in this directory "
+                               "or above it. Name one with --config, or check a running game with --port N.")
+    return config
+
+
+def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, Target]:
+    """Start the declared game; returns (launcher, target). Raises BridgeError when it
+    does not start (the launcher has already reaped it then)."""
+    from ..launch.launcher import Launcher
+    from ..registry.reader import registry_dir
+
+    decl = config.declaration
+    out.write(f"Launching {decl.name or 'the game'} from {decl.path}\n")
+    out.flush()
+    launcher = Launcher(config, environ=dict(environ))
+    with _EntryWatcher(registry_dir(environ, config.registry_dir)) as watcher:
+        try:
+            result = launcher.launch()
+        except BaseException:
+            launcher.shutdown(grace_ms=500)
+            raise
+        time.sleep(0.05)  # let the watcher see an entry written just after /health answered
+    target = Target(port=int(result["port"]), pid=result.get("pid"), cwd=decl.cwd, launched=True)
+    if watcher.seen:
+        name, accepting = next(iter(watcher.seen.items()))
+        target.entry_seen_before_bind = not accepting
+        target.entry_seen_path = name
+    out.write(f"Launched on port {target.port} (pid {target.pid}) in {result.get('readyInMs')} ms\n")
+    return launcher, target
+
+
+def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
+         environ: Mapping[str, str] | None = None) -> int:
+    """``game-bridge-mcp check ...``: 0 when no check failed, 1 otherwise, 2 for usage errors."""
+    import sys
+
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    env = dict(os.environ if environ is None else environ)
+    try:
+        ns = _parse(argv)
+    except _Usage as exc:
+        err.write(f"game-bridge-mcp check: {exc}\n{build_parser().format_usage()}")
+        return 2
+    if ns.help:
+        out.write(build_parser().format_help())
+        return 0
+    launcher = None
+    try:
+        if ns.launch:
+            config = _declaration(ns, env)  # a missing or broken gamebridge.json: usage error
+            try:
+                launcher, target = _launch(config, env, out)
+            except BridgeError as exc:
+                out.write(f"{FAIL}  the game did not start\n")
+                for text in exc.render().splitlines():
+                    out.write(f"      {text}\n")
+                out.write(_summary({PASS: 0, WARN: 0, FAIL: 1, SKIP: 0}))
+                return 1
+        else:
+            target = Target(port=ns.port)
+        checker = Checker(target, out=out, environ=env, timeout_ms=ns.timeout, grace_ms=ns.grace,
+                          command=ns.command, command_args=ns.command_args, close=not ns.no_close,
+                          registry_dir=ns.registry_dir)
+        checker.run()
+        counts = checker.counts()
+        out.write(_summary(counts))
+        return 1 if counts[FAIL] else 0
+    except BridgeError as exc:
+        err.write(exc.render() + "\n")
+        return exc.exit_code
+    finally:
+        if launcher is not None:
+            launcher.shutdown(grace_ms=1000)
+
+
+__all__ = ["Checker", "Line", "Target", "build_parser", "main", "PASS", "WARN", "FAIL", "SKIP"]

@@ -1,0 +1,142 @@
+"""``game-bridge-mcp call TOOL [JSON]``: run one tool in-process, the way an agent would.
+
+The same Bridge as the server, no MCP client needed: the result JSON goes to stdout, an
+error's text to stderr, and the exit code names the error type (see ``cli.py``). TOOL is
+one of the seven tools, or any bridge, composite or game tool, which is run through
+``call_tool`` (its JSON is that tool's arguments; ``port`` may be among them).
+
+Launching from a one-shot command is different from launching from a server: the
+process that launched a game is gone when the command returns, so it cannot reap it or
+capture its output later. ``call launch_instance`` therefore refuses unless ``--keep``
+says the game is meant to outlive the command; the game then writes its output straight
+to its log file, and is ended with ``call close --port N`` (its own clean shutdown).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence, TextIO
+
+from ..config import apply_project_config, parse_cli
+from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
+from ..core.tools import BRIDGE_TOOLS, TOOLS
+
+CALL_USAGE = """\
+usage: game-bridge-mcp call TOOL [JSON] [--keep] [server options]
+       game-bridge-mcp call --list
+
+Runs TOOL once, in-process, and prints its result as JSON on stdout. TOOL is one of the
+seven tools or any tool call_tool can reach (bridge tools, composites, the game's tools);
+JSON is its arguments object. Errors go to stderr; the exit code says which:
+  0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline, 4 NotAGameSurface,
+  5 CommandTimeout.
+--keep lets launch_instance leave the game running after the command returns.
+"""
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[str], bool, bool]:
+    """Positional words (TOOL, JSON), server options, --keep, --list."""
+    positional: list[str] = []
+    options: list[str] = []
+    keep = listing = False
+    takes_value = {"-p", "--port", "--scan-range", "--registry-dir", "--config", "--launch-hint",
+                   "--manifest", "--timeout"}
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--keep":
+            keep = True
+        elif word == "--list":
+            listing = True
+        elif word in takes_value:
+            options += args[i:i + 2]
+            i += 1
+        elif word.startswith("-") and not (positional and len(positional) == 1 and word.lstrip("-")[:1].isdigit()):
+            options.append(word)
+        else:
+            positional.append(word)
+        i += 1
+    return positional, options, keep, listing
+
+
+def _list(out: TextIO) -> int:
+    out.write("Tools (game-bridge-mcp call TOOL [JSON]):\n")
+    for tool in TOOLS:
+        out.write(f"  {tool.name:18} {tool.title}\n")
+    out.write("Bridge toolset (run through call_tool; also callable directly here):\n")
+    for tool in BRIDGE_TOOLS:
+        out.write(f"  {tool.name:18} {tool.title}\n")
+    out.write("Any other name is run through call_tool on the game (its manifest, then passthrough).\n")
+    return 0
+
+
+def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
+         environ: dict[str, str] | None = None) -> int:
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    positional, options, keep, listing = _split(argv)
+    if "-h" in options or "--help" in options:
+        out.write(CALL_USAGE)
+        return 0
+    if listing:
+        return _list(out)
+    try:
+        if not positional or len(positional) > 2:
+            raise BridgeUsageError("call needs a tool name and at most one JSON object of arguments. "
+                                   "Run 'game-bridge-mcp call --list' to see the tools.")
+        tool = positional[0]
+        arguments: Any = {}
+        if len(positional) == 2:
+            try:
+                arguments = json.loads(positional[1])
+            except json.JSONDecodeError as exc:
+                raise BridgeUsageError(f"The arguments are not valid JSON ({exc.msg} at column {exc.colno}): "
+                                       f"{positional[1][:200]!r}. Quote them for your shell, e.g. '{{\"x\": 1}}'.") from None
+            if not isinstance(arguments, dict):
+                raise BridgeUsageError("The arguments must be a JSON object, e.g. '{\"x\": 1}'.")
+        parsed = parse_cli(options, environ, prog="game-bridge-mcp call")
+        config = parsed.config
+        if tool == "launch_instance":
+            if not keep:
+                raise BridgeUsageError(
+                    "call launch_instance would leave a game running after this command returns, with "
+                    "nothing left to reap it or read its output. Run it through the MCP server (which "
+                    "reaps what it launched), or pass --keep to start it deliberately and end it later "
+                    "with: game-bridge-mcp call close --port <port>.")
+        try:
+            apply_project_config(config)
+        except BridgeError as exc:
+            if tool == "launch_instance" or config.config_file is not None:
+                raise
+            config.declaration_error = exc
+        result = _run(config, tool, arguments, keep=keep)
+    except BridgeError as exc:
+        err.write(exc.render() + "\n")
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - report, do not dump a traceback on the user
+        err.write(f"InternalError: {type(exc).__name__}: {exc}\n")
+        return 1
+    out.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    return 0
+
+
+def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> dict[str, Any]:
+    from ..core.bridge import Bridge
+
+    launcher = None
+    if keep:
+        from ..launch.launcher import Launcher
+        launcher = Launcher(config, detached=True)
+    bridge = Bridge(config, launcher=launcher)
+    try:
+        if tool in {t.name for t in TOOLS}:
+            return bridge.run_tool(tool, arguments)
+        return bridge.run_tool("call_tool", {"name": tool, "arguments": arguments})
+    finally:
+        if not keep:
+            bridge.shutdown()
+
+
+EXIT_CODES = {e.__name__: e.exit_code for e in ERROR_TYPES}

@@ -1,0 +1,257 @@
+"""``game-bridge-mcp demo``: see the whole bridge work in one command.
+
+Why it exists: a newcomer should see an agent's view of a game in the first minute,
+before writing any code. This writes a ``gamebridge.json`` for the bundled demo game
+(:mod:`game_bridge_mcp.game.demo`) in a temporary directory, launches it through the
+same :class:`~game_bridge_mcp.bridge.Bridge` the MCP server uses, plays a short round
+with the seven tools (reading the state to choose each move), prints what happened,
+and stops the instance.
+
+``game-bridge-mcp demo --init`` instead writes that ``gamebridge.json`` into the
+current directory, so ``launch_instance`` works there from any MCP client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence, TextIO
+
+from ..errors import BridgeError
+
+DECLARATION = "gamebridge.json"
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="game-bridge-mcp demo", add_help=False,
+                     description="Launch the bundled demo game through the bridge, play a short round "
+                                 "and print what happened; or --init a gamebridge.json for it here.")
+    parser.add_argument("--init", action="store_true",
+                        help=f"write a {DECLARATION} for the demo game into the current directory and exit")
+    parser.add_argument("--force", action="store_true", help=f"with --init, replace an existing {DECLARATION}")
+    parser.add_argument("--seed", type=int, default=7, help="the round's seed (default 7)")
+    parser.add_argument("--drops", type=int, default=8, help="how many fruit to drop (default 8)")
+    parser.add_argument("--hz", type=float, default=60.0, help="the demo game's frame rate (default 60)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="launch on this port (default: the launcher picks a free one)")
+    parser.add_argument("-h", "--help", action="store_true", help="show this help")
+    return parser
+
+
+def _package_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def declaration(*, hz: float = 60.0, screenshot_dir: Path | None = None) -> dict[str, Any]:
+    """The launch declaration for the demo game, run by this interpreter."""
+    argv = [sys.executable, "-m", "game_bridge_mcp.game.demo", "--port", "{port}"]
+    if hz != 60.0:
+        argv += ["--hz", f"{hz:g}"]
+    if screenshot_dir is not None:
+        argv += ["--screenshot-dir", str(screenshot_dir)]
+    launch: dict[str, Any] = {
+        "argv": argv,
+        "cwd": ".",
+        "readyTimeoutMs": 30000,
+    }
+    root = _package_root()
+    if root.name not in ("site-packages", "dist-packages"):
+        # Running from a checkout: make sure the child can import the package too.
+        launch["env"] = {"PYTHONPATH": str(root)}
+    return {"name": "Fruit Merge (game-bridge-mcp demo)", "launch": launch}
+
+
+def write_declaration(directory: Path, *, hz: float = 60.0, force: bool = False,
+                      screenshot_dir: Path | None = None) -> Path:
+    path = directory / DECLARATION
+    if path.exists() and not force:
+        raise FileExistsError(f"{path} already exists; pass --force to replace it")
+    doc = declaration(hz=hz, screenshot_dir=screenshot_dir)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- playing
+
+def choose_x(game: Mapping[str, Any]) -> tuple[int, str]:
+    """Where to drop the current fruit: onto an equal one if a column is topped by it,
+    else into the lowest column (nearest the middle)."""
+    board = game.get("board") or []
+    columns = int(game.get("columns") or 7)
+    current = game.get("current")
+    tops: list[tuple[int, Any]] = []  # (height, top piece) per column
+    for column in range(columns):
+        cells = [row[column] for row in board if isinstance(row, list) and column < len(row)]
+        filled = [cell for cell in cells if cell is not None]
+        tops.append((len(filled), filled[0] if filled else None))
+    half = columns // 2
+    matching = [c for c in range(columns) if tops[c][1] == current and tops[c][0] < len(board) - 1]
+    if matching:
+        column = min(matching, key=lambda c: (tops[c][0], abs(c - half)))
+        return column - half, f"onto the {current} there"
+    column = min(range(columns), key=lambda c: (tops[c][0], abs(c - half)))
+    return column - half, "the lowest column"
+
+
+class _Printer:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def step(self, call: str) -> None:
+        self.out.write(f"\n> {call}\n")
+        self.out.flush()
+
+    def say(self, text: str = "") -> None:
+        for line in text.splitlines() or [""]:
+            self.out.write(f"  {line}\n")
+        self.out.flush()
+
+
+def _args_text(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(dict(arguments), separators=(", ", ": "))
+
+
+def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = None) -> dict[str, Any]:
+    """The scripted session. Returns the final digest."""
+    p = _Printer(out)
+    launch_args = {} if port is None else {"port": port}
+    p.step(f"launch_instance {_args_text(launch_args)}")
+    started = time.monotonic()
+    launched = bridge.run_tool("launch_instance", launch_args)
+    port = int(launched["port"])
+    p.say(f"{launched.get('name')} {launched.get('version')} is up on port {port} (pid {launched.get('pid')}) "
+          f"after {launched.get('readyInMs')} ms; its output goes to {launched.get('logFile')}")
+
+    def call(name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return bridge.run_tool("call_tool", {"port": port, "name": name, "arguments": dict(arguments or {})})
+
+    p.step(f"list_toolsets {{\"port\": {port}}}")
+    toolsets = bridge.run_tool("list_toolsets", {"port": port})
+    for toolset in toolsets["toolsets"]:
+        if "tools" in toolset:
+            p.say(f"{toolset['name']:<12} {', '.join(toolset['tools'])}")
+    p.step(f"describe_toolset {{\"port\": {port}, \"name\": \"play\"}}")
+    for tool in bridge.run_tool("describe_toolset", {"port": port, "name": "play"})["tools"]:
+        props = tool["inputSchema"].get("properties", {})
+        required = set(tool["inputSchema"].get("required", []))
+        args = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items())
+        p.say(f"{tool['name']}({args}): {tool['description'].split('. ')[0].rstrip('.')}.")
+
+    p.step(f"call_tool set_seed {_args_text({'seed': seed})}")
+    result = call("set_seed", {"seed": seed})
+    p.say(f"confirmed by {result.get('confirmation')} (command {result.get('commandId')}); "
+          f"screen is now {result.get('screen')}")
+
+    for turn in range(1, drops + 1):
+        state = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
+        game = state.get("game", {})
+        if game.get("state") != "RUNNING":
+            p.say(f"the round is over ({game.get('state')})")
+            break
+        x, why = choose_x(game)
+        p.step(f"call_tool drop {_args_text({'x': x})}    # a {game.get('current')}, {why}")
+        dropped = call("drop", {"x": x})
+        frame = dropped.get("frame") or 0
+        settle = call("wait_for", {"path": "game.moving", "equals": 0, "timeoutMs": 10000})
+        after = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
+        events = [str(e.get("m")) for e in after.get("events", [])
+                  if isinstance(e, dict) and isinstance(e.get("frame"), int) and e["frame"] >= frame
+                  and str(e.get("m", "")).startswith(("merge:", "score:", "gameover"))]
+        p.say(f"applied (command {dropped.get('commandId')}, {dropped.get('confirmation')}); the board "
+              f"settled {'in ' + str(settle.get('elapsedMs')) + ' ms' if settle.get('matched') else 'NOT in time'}; "
+              f"score {after.get('game', {}).get('score')}"
+              + (f"; {', '.join(events)}" if events else ""))
+
+    p.step('call_tool screenshot {"name": "demo"}    # finishes some frames after the command')
+    shot = call("screenshot", {"name": "demo"})
+    p.say(f"queued and confirmed ({shot.get('confirmation')}); the file is written some frames later, "
+          "which only wait_for can see:")
+    p.step('call_tool wait_for {"path": "screenshots.pending", "equals": 0}')
+    waited = call("wait_for", {"path": "screenshots.pending", "equals": 0, "timeoutMs": 10000})
+    final = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
+    path = final.get("screenshots", {}).get("last")
+    p.say(f"matched after {waited.get('elapsedMs')} ms: {path}")
+    if path and Path(path).is_file():
+        p.say(Path(path).read_text(encoding="utf-8").rstrip())
+    else:
+        p.say(f"(no screenshot file at {path!r})")
+
+    p.step('call_tool get_state {"summary": true}')
+    digest = call("get_state", {"summary": True})
+    p.say(json.dumps({k: v for k, v in digest.items() if k != "port"}, indent=2))
+
+    p.step(f"stop_instance {{\"port\": {port}}}")
+    stopped = bridge.run_tool("stop_instance", {"port": port})
+    p.say(f"stopped: {stopped.get('how')} in {stopped.get('stoppedInMs')} ms")
+    out.write(f"\nDone in {time.monotonic() - started:.1f} s. Every step above is a tool an agent calls over MCP; "
+              "`game-bridge-mcp demo --init` writes this gamebridge.json into your directory so "
+              "launch_instance works there.\n")
+    return digest
+
+
+def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """``game-bridge-mcp demo [--init]``: 0 on success, 2 for usage errors, else the
+    bridge error's exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        ns = build_parser().parse_args(list(argv))
+        if ns.drops < 0 or ns.drops > 200 or not 0 < ns.hz <= 10000:
+            raise _Usage("--drops must be 0-200 and --hz above 0 and at most 10000")
+        if ns.port is not None and not 1 <= ns.port <= 65535:
+            raise _Usage(f"--port must be 1-65535, not {ns.port}")
+    except _Usage as exc:
+        err.write(f"game-bridge-mcp demo: {exc}\n{build_parser().format_usage()}")
+        return 2
+    if ns.help:
+        out.write(build_parser().format_help())
+        return 0
+    if ns.init:
+        try:
+            path = write_declaration(Path.cwd(), hz=ns.hz, force=ns.force)
+        except (FileExistsError, OSError) as exc:
+            err.write(f"game-bridge-mcp demo --init: {exc}\n")
+            return 2
+        out.write(f"Wrote {path}.\nFrom this directory, launch_instance starts the demo game; try:\n"
+                  "  game-bridge-mcp call launch_instance --keep    (then: game-bridge-mcp call close --port <port>)\n"
+                  "or register the bridge with your MCP client (claude mcp add game-bridge -- game-bridge-mcp)\n"
+                  "and ask the agent to play a round.\n")
+        return 0
+
+    from ..core.bridge import Bridge
+    from ..config import Config, apply_project_config
+
+    workdir = Path(tempfile.mkdtemp(prefix="game-bridge-demo-"))
+    bridge = None
+    try:
+        config_path = write_declaration(workdir, hz=ns.hz, screenshot_dir=workdir / "screenshots")
+        out.write(f"game-bridge-mcp demo: wrote {config_path} and launching the demo game through the bridge\n")
+        config = Config(config_file=config_path)
+        apply_project_config(config)
+        bridge = Bridge(config)
+        play(bridge, out, seed=ns.seed, drops=ns.drops, port=ns.port)
+        return 0
+    except BridgeError as exc:
+        err.write(exc.render() + "\n")
+        return exc.exit_code
+    finally:
+        if bridge is not None:
+            bridge.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+__all__ = ["build_parser", "choose_x", "declaration", "main", "play", "write_declaration"]

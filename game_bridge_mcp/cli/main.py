@@ -1,0 +1,107 @@
+"""The command line: serve over stdio (the default), ``call`` a tool once, ``check`` a
+game's conformance, or run the ``demo``.
+
+Exit codes (``call`` and usage errors): 0 success, 1 internal error, 2 BridgeUsageError
+(bad arguments or options), 3 GameOffline, 4 NotAGameSurface, 5 CommandTimeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, Sequence, TextIO
+
+from .._version import __version__
+from ..config import apply_project_config, parse_cli
+from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
+
+log = logging.getLogger("game_bridge_mcp")
+
+SUBCOMMANDS = ("call", "check", "demo")
+USAGE = """\
+usage: game-bridge-mcp [options]                 serve MCP over stdio (the default)
+       game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
+       game-bridge-mcp call --list                list the tools call can run
+       game-bridge-mcp check (--port N | --launch)  check a game against the contract
+       game-bridge-mcp demo [--init]              launch and play the bundled demo game
+"""
+
+
+def _load_project(config: Any, err: TextIO) -> None:
+    """Read gamebridge.json; a broken one is reported when launching, not fatal at start."""
+    try:
+        apply_project_config(config)
+    except BridgeError as exc:
+        config.declaration_error = exc
+        if config.config_file is not None:
+            raise
+        err.write(f"game-bridge-mcp: warning: {exc.render()}\n")
+
+
+def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
+    parsed = parse_cli(argv, environ)
+    if parsed.help:
+        sys.stdout.write(USAGE + "\n" + parsed.help_text() + ENVIRONMENT_HELP)
+        return 0
+    if parsed.version:
+        sys.stdout.write(f"game-bridge-mcp {__version__}\n")
+        return 0
+    _load_project(parsed.config, sys.stderr)
+    try:
+        from ..mcp_server.adapter import start_stdio_server
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic"):
+            raise BridgeUsageError(
+                f"Serving MCP needs the MCP SDK, which is not installed here ({exc}). Install it with "
+                "pip install 'mcp>=1.23,<3'. The call, check and demo commands work without it.") from None
+        raise
+
+    return start_stdio_server(parsed.config)
+
+
+ENVIRONMENT_HELP = """
+environment:
+  GAME_BRIDGE_PORT          default port (after --port)
+  GAME_BRIDGE_SCAN_RANGE    ports list_instances sweeps (also GAME_BRIDGE_SCAN)
+  GAME_BRIDGE_LAUNCH_HINT   command shown when a port is dead (also GAME_BRIDGE_LAUNCH)
+  GAME_BRIDGE_MANIFEST      tool manifest file for games without GET /tools
+  GAME_BRIDGE_CONFIG        launch declaration file
+  GAME_BRIDGE_INSTANCES     instance registry directory
+  GAME_BRIDGE_HOME          parent of the registry directory (instances/) and port locks
+  GAME_BRIDGE_LOG           log level on stderr (default WARNING)
+
+exit codes: 0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline,
+            4 NotAGameSurface, 5 CommandTimeout
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("GAME_BRIDGE_LOG", "WARNING").upper(),
+                        format="game-bridge-mcp: %(levelname)s %(name)s: %(message)s")
+    try:
+        if args and args[0] in SUBCOMMANDS:
+            command, rest = args[0], args[1:]
+            if command == "call":
+                from .call import main as call_main
+                return call_main(rest)
+            if command == "check":
+                from ..check.runner import main as check_main
+                return check_main(rest)
+            from .demo import main as demo_main
+            return demo_main(rest)
+        return serve(args)
+    except BridgeError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def exit_code_table() -> str:
+    rows = [f"  {e.exit_code}  {e.__name__}" for e in ERROR_TYPES]
+    return "\n".join(["  0  success", "  1  internal error", *rows])
+
+
+__all__ = ["main", "serve", "exit_code_table", "USAGE"]

@@ -1,0 +1,464 @@
+"""The Bridge: the seven tools and the bridge toolset as plain, synchronous methods.
+
+Every method returns a JSON-ready dict or raises a BridgeError; the MCP adapter and the
+``call`` CLI are thin shells around ``Bridge.run_tool``. The Bridge owns the per-instance
+state (a GameClient, the cached manifest, the last frame seen, a lock that serialises
+commands to that instance); the Launcher owns the processes it started.
+
+Manifest cache invalidation: a ``frame`` that goes backwards (a new process on the
+port), a name that misses (one re-fetch), and the instance going offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..wire.client import GameClient, _as_int
+from .composites import Composite, CompositeContext, check_composites
+from ..config import Config, check_port
+from . import listing
+from .digest import summarise
+from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
+from ..manifest.reader import Manifest, ToolSpec, args_to_schema, fallback_manifest, load_manifest_file, normalise_manifest
+from .tools import BRIDGE_TOOL_NAMES, TOOLS, check_arguments, tool_def
+from ..wire.transport import Opener
+from .waiting import Condition, wait_for_state
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float, float | None, str], None]
+DISCOVERY_MANIFEST_TIMEOUT_MS = 1000
+
+
+@dataclass
+class _Instance:
+    """What the bridge knows about one port. Owned by the Bridge."""
+
+    client: GameClient
+    command_lock: threading.Lock = field(default_factory=threading.Lock)
+    manifest: Manifest | None = None
+    manifest_key: str | None = None
+    last_frame: int | None = None
+
+
+class Bridge:
+    """Drive any game that serves the contract. Thread-safe: calls to different ports run
+    in parallel; commands to one port are serialised."""
+
+    def __init__(self, config: Config | None = None, *, opener: Opener | None = None,
+                 launcher: Any = None, composites: Sequence[Composite] = (),
+                 on_manifest_change: Callable[[int], None] | None = None) -> None:
+        self.config = config or Config()
+        self._opener = opener
+        self._launcher = launcher
+        self._launcher_lock = threading.Lock()
+        self.composites = check_composites(composites, BRIDGE_TOOL_NAMES | {t.name for t in TOOLS})
+        self.on_manifest_change = on_manifest_change
+        self._instances: dict[int, _Instance] = {}
+        self._lock = threading.Lock()
+        self._file_manifest: Manifest | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+    def _instance(self, port: int) -> _Instance:
+        with self._lock:
+            inst = self._instances.get(port)
+            if inst is None:
+                inst = _Instance(GameClient(port, timeout_ms=self.config.timeout_ms, opener=self._opener,
+                                            launch_hint=self.config.effective_launch_hint()))
+                self._instances[port] = inst
+            return inst
+
+    def client(self, port: int) -> GameClient:
+        return self._instance(port).client
+
+    def _port(self, port: Any) -> int:
+        return self.config.resolve_port(port)
+
+    def _observe_frame(self, port: int, frame: Any) -> None:
+        frame = _as_int(frame)
+        if frame is None:
+            return
+        inst = self._instance(port)
+        with self._lock:
+            restarted = inst.last_frame is not None and frame < inst.last_frame
+            inst.last_frame = frame
+            if restarted:
+                log.info("port %s: frame went back (%s); a new process - dropping its manifest", port, frame)
+                inst.manifest = None
+                inst.client.health_has_completed_id = None
+
+    def forget(self, port: int) -> None:
+        """Drop what is cached about a port (it went offline or was stopped)."""
+        with self._lock:
+            inst = self._instances.get(port)
+            if inst is not None:
+                inst.manifest = None
+                inst.last_frame = None
+                inst.client.health_has_completed_id = None
+
+    def _guarded(self, port: int, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except GameOffline:
+            self.forget(port)
+            raise
+
+    # ------------------------------------------------------------------ manifests
+    def _manifest_from_file(self) -> Manifest | None:
+        if self.config.manifest_file is None:
+            return None
+        if self._file_manifest is None:
+            self._file_manifest = load_manifest_file(self.config.manifest_file)
+        return self._file_manifest
+
+    def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest:
+        """The instance's manifest: cached; ``refresh`` re-fetches ``GET /tools``."""
+        inst = self._instance(port)
+        with self._lock:
+            cached = inst.manifest
+        if cached is not None and not refresh:
+            return cached
+        manifest = self._guarded(port, lambda: self._fetch_manifest(inst.client, timeout_ms))
+        key = repr((manifest.source, manifest.game, [t.to_dict() for t in manifest.tools()]))
+        with self._lock:
+            changed = inst.manifest_key is not None and inst.manifest_key != key
+            inst.manifest, inst.manifest_key = manifest, key
+        if changed and self.on_manifest_change is not None:
+            try:
+                self.on_manifest_change(port)
+            except Exception:  # a listener's failure must not fail the call
+                log.exception("manifest change listener failed")
+        return manifest
+
+    def _fetch_manifest(self, client: GameClient, timeout_ms: int | None = None) -> Manifest:
+        try:
+            doc = client.tools(timeout_ms=timeout_ms)
+        except NotAGameSurface as exc:
+            # A broken /tools must not take the instance offline: fall back, and say why.
+            client.health(timeout_ms=timeout_ms)  # but a port that is not a game at all is reported as such
+            return fallback_manifest(reason=f"GET /tools was unusable: {exc.detail}")
+        if doc is None:
+            client.health(timeout_ms=timeout_ms)  # a 404 from something that is not a game is NotAGameSurface
+            return self._manifest_from_file() or fallback_manifest()
+        return normalise_manifest(doc, source="game")
+
+    def _composites_for(self, manifest: Manifest) -> list[Composite]:
+        name = manifest.game.get("name") if isinstance(manifest.game, Mapping) else None
+        return [c for c in self.composites if c.suits(name)]
+
+    def _composite_schema(self, composite: Composite) -> dict[str, Any]:
+        schema, _problems = args_to_schema(composite.args, reserved_args=frozenset({"port"}))
+        return schema
+
+    # ------------------------------------------------------------------ dispatch
+    def run_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *,
+                 progress: Progress | None = None) -> dict[str, Any]:
+        """Run one of the seven tools by its MCP name, with the spec's argument names."""
+        tool = tool_def(name)
+        if tool is None or tool not in TOOLS:
+            known = ", ".join(t.name for t in TOOLS)
+            raise BridgeUsageError(f"Unknown tool '{name}'. The tools are: {known}. Game and bridge tools are reached through call_tool.")
+        args = check_arguments(name, tool.input_schema, arguments)
+        if name == "launch_instance":
+            return self.launch_instance(port=args.get("port"), timeout_ms=args.get("timeoutMs"), progress=progress)
+        if name == "list_instances":
+            return self.list_instances(range=args.get("range"), registry=args.get("registry"),
+                                       scan=args.get("scan"), prune=bool(args.get("prune", False)))
+        if name == "stop_instance":
+            return self.stop_instance(port=args.get("port"), grace_ms=args.get("graceMs"))
+        if name == "instance_log":
+            return self.instance_log(port=args.get("port"), lines=args.get("lines"), since=args.get("since"))
+        if name == "list_toolsets":
+            return self.list_toolsets(port=args.get("port"))
+        if name == "describe_toolset":
+            return self.describe_toolset(name=args["name"], port=args.get("port"))
+        return self.call_tool(name=args["name"], arguments=args.get("arguments"), port=args.get("port"),
+                              progress=progress)
+
+    # ------------------------------------------------------------------ launcher
+    def launcher(self) -> Any:
+        with self._launcher_lock:
+            if self._launcher is None:
+                from ..launch.launcher import Launcher
+                self._launcher = Launcher(self.config, opener=self._opener)
+            return self._launcher
+
+    def launched_ports(self) -> list[int]:
+        return list(self._launcher.launched_ports()) if self._launcher is not None else []
+
+    def launch_instance(self, *, port: Any = None, timeout_ms: Any = None,
+                        progress: Progress | None = None) -> dict[str, Any]:
+        explicit = check_port(port) if port is not None else None
+        if self.config.declaration is None and self.config.declaration_error is not None:
+            raise self.config.declaration_error  # the gamebridge.json found at start-up is broken
+
+        def report(elapsed_ms: float, total_ms: float, line: str) -> None:
+            if progress is not None:
+                progress(elapsed_ms, total_ms, line)
+
+        result = self.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report)
+        self.forget(int(result["port"]))
+        return result
+
+    def stop_instance(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        launcher = self._launcher
+        if launcher is None or not launcher.is_launched(target):
+            raise BridgeUsageError(
+                f"Port {target} was not launched by this bridge, so stop_instance will not signal it. "
+                f"Ask the game to close itself instead: call_tool {{\"port\": {target}, \"name\": \"close\"}}.",
+                port=target)
+        result = launcher.stop(target, grace_ms=3000 if grace_ms is None else int(grace_ms))
+        self.forget(target)
+        return result
+
+    def instance_log(self, *, port: Any = None, lines: Any = None, since: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        launcher = self._launcher
+        if launcher is None or not launcher.is_launched(target):
+            raise BridgeUsageError(
+                f"Port {target} was not launched by this bridge, so it has no captured output. "
+                "instance_log covers instances started with launch_instance; see list_instances for what runs where.",
+                port=target)
+        return launcher.log(target, lines=50 if lines is None else int(lines), since=since)
+
+    # ------------------------------------------------------------------ discovery
+    def list_instances(self, *, range: str | None = None, registry: bool | None = None,
+                       scan: bool | None = None, prune: bool = False) -> dict[str, Any]:
+        from ..discovery.report import discover
+
+        return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
+                        use_scan=scan, prune=prune, launched_ports=self._launched_details(),
+                        manifest_for=self._manifest_for_discovery,
+                        observe_health=lambda port, health: self._observe_frame(port, health.get("frame")))
+
+    def _launched_details(self) -> dict[int, dict[str, Any]]:
+        """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""
+        launcher = self._launcher
+        if launcher is None:
+            return {}
+        return {port: launcher.info(port) or {} for port in launcher.launched_ports()}
+
+    def _manifest_for_discovery(self, port: int) -> Manifest:
+        # Bounded: one hung /tools must not hold the whole report for --timeout.
+        return self.manifest(port, timeout_ms=min(self.config.timeout_ms, DISCOVERY_MANIFEST_TIMEOUT_MS))
+
+    # ------------------------------------------------------------------ toolsets
+    def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        manifest = self.manifest(target)
+        return listing.toolsets_report(target, manifest, self._composites_for(manifest))
+
+    def describe_toolset(self, *, name: str, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        manifest = self.manifest(target)
+        if name == "bridge":
+            return listing.bridge_toolset(target, self._composites_for(manifest), self._composite_schema)
+        if name == "passthrough":
+            return listing.passthrough_toolset(target, manifest)
+        toolset = manifest.toolset(name)
+        if toolset is None:  # perhaps added by a rebuild: one re-fetch
+            manifest = self.manifest(target, refresh=True)
+            toolset = manifest.toolset(name)
+        if toolset is None:
+            raise listing.no_such_toolset(target, name, manifest)
+        return listing.game_toolset(target, toolset)
+
+    # ------------------------------------------------------------------ call_tool
+    def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None,
+                  progress: Progress | None = None) -> dict[str, Any]:
+        """The spec's resolution order: bridge tools and composites, the manifest (one
+        re-fetch on a miss), then passthrough."""
+        if not isinstance(name, str) or not name.strip():
+            raise BridgeUsageError("call_tool needs 'name': the tool to run (see list_toolsets).")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise BridgeUsageError(f"call_tool: 'arguments' must be a JSON object, not {type(arguments).__name__}.")
+        args = dict(arguments)
+        inner_port = args.pop("port", None)
+        if port is not None and inner_port is not None and check_port(port) != check_port(inner_port):
+            raise BridgeUsageError(f"call_tool got two different ports ({port} and arguments.port {inner_port}); give one.")
+        target = self._port(port if port is not None else inner_port)
+        if name in BRIDGE_TOOL_NAMES:
+            return self._bridge_tool(name, target, args)
+        composite = next((c for c in self.composites if c.name == name), None)
+        if composite is not None:
+            manifest = self.manifest(target)
+            if composite.suits(manifest.game.get("name")):
+                return self._run_composite(composite, target, args)
+        spec = self._find_tool(target, name)
+        if spec is not None:
+            check_arguments(name, spec.input_schema, args)
+            return self.run_command(target, spec.command, args, sync=spec.sync, tool=name, via="manifest")
+        return self._passthrough(target, name, args)
+
+    def _find_tool(self, port: int, name: str) -> ToolSpec | None:
+        spec = self.manifest(port).find(name)
+        if spec is None:
+            spec = self.manifest(port, refresh=True).find(name)
+        return spec
+
+    def _passthrough(self, port: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.run_command(port, name, args, tool=name, via="passthrough")
+        except BridgeUsageError as exc:
+            if not exc.fields.get("rejected"):
+                raise
+            manifest = self.manifest(port)
+            answer = exc.fields.get("answer") or {}
+            listed = answer.get("commands") if isinstance(answer, Mapping) else None
+            accepted = sorted({t.name for t in manifest.tools()}
+                              | {str(c) for c in (listed if isinstance(listed, list) else []) if isinstance(c, (str, int))}
+                              | set(BRIDGE_TOOL_NAMES) | {c.name for c in self._composites_for(manifest)})
+            raise BridgeUsageError(
+                f"{exc.message} It is not in the game's manifest either. This instance accepts: "
+                f"{', '.join(accepted)[:2000]}. Call list_toolsets for descriptions.",
+                port=port, command=name, accepted=accepted) from None
+
+    def _run_composite(self, composite: Composite, port: int, args: dict[str, Any]) -> dict[str, Any]:
+        check_arguments(composite.name, self._composite_schema(composite), args)
+        ctx = CompositeContext(self, port, args)
+        try:
+            value = composite.run(ctx)
+        except BridgeError:
+            raise
+        except Exception as exc:  # a host's bug becomes a structured error; the server keeps serving
+            log.exception("composite %s failed", composite.name)
+            raise BridgeUsageError(
+                f"Composite '{composite.name}' failed on port {port}: {type(exc).__name__}: {str(exc)[:500]}. "
+                "This is an error in the composite's code, not in the game.",
+                port=port, tool=composite.name, exception=type(exc).__name__) from None
+        result = value if isinstance(value, dict) else {"result": value}
+        return {"port": port, "tool": composite.name, "via": "composite", **result}
+
+    def run_command(self, port: int, command: str, args: Mapping[str, Any] | None = None, *,
+                    sync: bool = True, timeout_ms: int | None = None, tool: str | None = None,
+                    via: str = "raw", include_state: bool = False) -> dict[str, Any]:
+        """Send a command, wait for its confirmation, return the result digest."""
+        if command == "close":
+            return self.close(port=port, grace_ms=timeout_ms)
+        inst = self._instance(port)
+
+        def send() -> dict[str, Any]:
+            with inst.command_lock:
+                return inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync)
+
+        outcome = self._guarded(port, send)
+        self._observe_frame(port, outcome["answer"].get("frame"))
+        result: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command}
+        confirmation = outcome["confirmation"]
+        result["applied"] = {"completedCommandId": True, "frames-advanced": True}.get(confirmation, False if confirmation == "not-waited" else None)
+        if outcome.get("commandId") is not None:
+            result["commandId"] = outcome["commandId"]
+        result["confirmation"] = confirmation
+        state = outcome.get("state")
+        if isinstance(state, dict):
+            self._observe_frame(port, state.get("frame"))
+            digest = summarise(state)
+            for key in ("completedCommandId", "simFrame", "paused"):
+                digest.pop(key, None)
+            result.update(digest)
+            if include_state:
+                result["state"] = state
+        elif confirmation == "not-waited":
+            result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
+        return result
+
+    # ------------------------------------------------------------------ bridge toolset
+    def _bridge_tool(self, name: str, port: int, args: dict[str, Any]) -> dict[str, Any]:
+        tool = tool_def(name)
+        assert tool is not None
+        args = check_arguments(name, tool.input_schema, args)
+        if name == "get_state":
+            return self.get_state(port=port, summary=bool(args.get("summary", False)))
+        if name == "get_health":
+            return self.get_health(port=port)
+        if name == "raw_command":
+            cmd_args = args.get("args") or {}
+            return self.run_command(port, args["command"], cmd_args, sync=args.get("sync", True) is not False,
+                                    timeout_ms=args.get("timeoutMs"), via="raw")
+        if name == "wait_for":
+            return self.wait_for(port=port, path=args.get("path"), equals=args.get("equals"),
+                                 has_equals="equals" in args, changes=bool(args.get("changes", False)),
+                                 event=args.get("event"), timeout_ms=args.get("timeoutMs"))
+        return self.close(port=port, grace_ms=args.get("graceMs"))
+
+    def get_state(self, *, port: Any = None, summary: bool = False) -> dict[str, Any]:
+        target = self._port(port)
+        state = self._guarded(target, lambda: self.client(target).state())
+        self._observe_frame(target, state.get("frame"))
+        if summary:
+            return {"port": target, **summarise(state)}
+        return state
+
+    def get_health(self, *, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        health = self._guarded(target, lambda: self.client(target).health())
+        self._observe_frame(target, health.get("frame"))
+        return {"port": target, **health}
+
+    def close(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        grace = 5000 if grace_ms is None else int(grace_ms)
+        inst = self._instance(target)
+        inst.client.health()  # a dead port is GameOffline, not a successful close
+        with inst.command_lock:
+            quiet = inst.client.close_and_wait(grace)
+        self.forget(target)
+        result = {"port": target, "tool": "close", "closed": quiet,
+                  "confirmation": "port-quiet" if quiet else "still-answering"}
+        if not quiet:
+            result["note"] = (f"The game was asked to close but port {target} still answers after {grace}ms. "
+                              + ("It was launched by this bridge: stop_instance escalates." if target in self.launched_ports()
+                                 else "Check the game's window or log."))
+        return result
+
+    def wait_for(self, *, port: Any = None, path: str | None = None, equals: Any = None,
+                 has_equals: bool = False, changes: bool = False, event: str | None = None,
+                 timeout_ms: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        condition = Condition(path=path, equals=equals, has_equals=has_equals, changes=changes, event=event)
+        condition.check()
+        client = self.client(target)
+
+        def poll(remaining_ms: int | None) -> dict[str, Any]:
+            state = self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
+            self._observe_frame(target, state.get("frame"))
+            return state
+
+        result = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
+        return {"port": target, **result}
+
+    # ------------------------------------------------------------------ eager
+    def eager_targets(self) -> list[tuple[int, Manifest]]:
+        """Instances whose tools ``--eager`` advertises: every live port found by discovery."""
+        ports: set[int] = {self.config.default_port()}
+        try:
+            report = self.list_instances()
+            ports |= {int(e["port"]) for e in report.get("live", [])}
+        except BridgeError as exc:
+            log.info("eager discovery failed: %s", exc.render())
+        out = []
+        for port in sorted(ports):
+            try:
+                out.append((port, self.manifest(port)))
+            except BridgeError:
+                continue
+        return out
+
+    # ------------------------------------------------------------------ lifecycle
+    def shutdown(self) -> None:
+        """Stop everything this bridge launched. Idempotent; bounded in time."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._launcher is not None:
+            try:
+                self._launcher.shutdown()
+            except Exception:
+                log.exception("launcher shutdown failed")

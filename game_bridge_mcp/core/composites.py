@@ -1,0 +1,94 @@
+"""Composites: tools a host application adds to the bridge by chaining commands.
+
+A composite either chains several commands or waits for something ``/command`` cannot
+report. Its ``run(ctx)`` is a plain function handed a context scoped to one instance, so
+it never thinks about ports, and it inherits the bridge's confirmation, errors and
+discovery. ``only`` names the games it suits (matched against the manifest's
+``game.name``); it is never offered to another game.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from .digest import summarise
+from ..errors import BridgeUsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .bridge import Bridge
+    from ..manifest.reader import Manifest
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A bridge-side tool: ``name``, ``description``, ``args`` (manifest-style argument
+    declarations), ``run(ctx)`` and ``only`` (game names it suits; None for every game)."""
+
+    name: str
+    description: str
+    run: Callable[["CompositeContext"], Any]
+    args: Any = field(default_factory=list)
+    only: str | Sequence[str] | None = None
+
+    def suits(self, game_name: str | None) -> bool:
+        if self.only is None:
+            return True
+        names = [self.only] if isinstance(self.only, str) else list(self.only)
+        return game_name is not None and game_name in names
+
+
+class CompositeContext:
+    """What a composite's ``run`` is handed: the bridge, scoped to one instance."""
+
+    def __init__(self, bridge: "Bridge", port: int, args: Mapping[str, Any]) -> None:
+        self._bridge = bridge
+        self.port = port
+        self.args: dict[str, Any] = dict(args)
+
+    def state(self) -> dict[str, Any]:
+        """The full ``/state`` snapshot."""
+        return self._bridge.client(self.port).state()
+
+    def health(self) -> dict[str, Any]:
+        return self._bridge.client(self.port).health()
+
+    def command(self, cmd: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Queue a command and return the game's answer at once (not confirmed)."""
+        return self._bridge.client(self.port).command(cmd, args)
+
+    def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
+                         timeout_ms: int | None = None) -> dict[str, Any]:
+        """Queue a command and wait until the game applied it; returns the call result
+        (``commandId``, ``confirmation``, digest fields) with the full state under ``state``."""
+        return self._bridge.run_command(self.port, cmd, args, timeout_ms=timeout_ms, include_state=True)
+
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run any other tool (bridge, composite, game) on this instance, as call_tool would."""
+        return self._bridge.call_tool(name=tool, arguments=dict(args or {}), port=self.port)
+
+    def manifest(self) -> "Manifest":
+        return self._bridge.manifest(self.port)
+
+    def summarise(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        return summarise(state)
+
+    def sleep(self, ms: float) -> None:
+        time.sleep(max(0.0, float(ms)) / 1000.0)
+
+
+def check_composites(composites: Sequence[Composite], reserved: frozenset[str]) -> tuple[Composite, ...]:
+    """Validate a host's composites once, at start-up (a bad one is a programming error)."""
+    seen: set[str] = set()
+    for composite in composites:
+        if not isinstance(composite, Composite):
+            raise BridgeUsageError(f"composites must be Composite objects, not {type(composite).__name__}.")
+        if composite.name in reserved:
+            raise BridgeUsageError(f"Composite '{composite.name}' would hide a bridge tool of the same name; rename it.")
+        if composite.name in seen:
+            raise BridgeUsageError(f"Two composites are called '{composite.name}'.")
+        if not callable(composite.run):
+            raise BridgeUsageError(f"Composite '{composite.name}' has no callable run(ctx).")
+        seen.add(composite.name)
+    return tuple(composites)

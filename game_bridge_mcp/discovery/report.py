@@ -1,0 +1,344 @@
+"""Discovery: every game instance on this machine, from the registry and a port scan,
+verified against the live port before anything is believed.
+
+Two sources, neither trusted on its own. Registry entries (see :mod:`.registry`) are
+advisory files that crashes leave behind; a port scan only sees what answers in a
+guessed range. So :func:`discover` probes every candidate port at once (registry
+ports, the scan range and the ports this bridge launched, in one parallel batch, each
+probe under a short deadline) and sorts each into the ``list_instances`` report:
+
+* ``live``: answered ``GET /health`` with ``{"ok": true}``. Identity (name, version,
+  toolsets) comes from the live ``/tools``; a registry entry adds only what the wire
+  cannot say (pid, cwd, start time) and only if its pid is still running.
+* ``stale``: a registry entry whose port does not answer as a game. Never an instance,
+  never deleted unless ``prune`` is asked for *and* the port is quiet *and* the pid is
+  gone.
+* ``notAGame``: a port answering HTTP that is not a game (the reason says what it said).
+* ``free``: scanned ports with nothing listening.
+* ``unresponsive`` (only when non-empty): scanned ports that accepted a connection but
+  did not answer within the probe deadline: a game still starting, a frozen one, or
+  another program.
+* ``registryProblems`` / ``registryNote`` (only when non-empty): files that could not be
+  used and why, entries whose host was not loopback (never contacted), a directory that
+  could not be read or was not consulted.
+
+How one port is asked (the connect sweep, ``GET /health``, the screen and manifest of
+a live game) is :mod:`.probe`'s job; this module decides what the answers mean. Its
+names (``probe_port``, ``Probe``, ``connect_sweep``, ...) stay importable from here.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Mapping
+
+from ..config import parse_port_spec
+from ..errors import BridgeUsageError
+from ..manifest.reader import fallback_manifest
+from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, HealthObserver, ManifestFor, Probe, _int,
+                    _ManifestFile, _text, connect_sweep, probe_port)
+from .probe import CONNECT_BATCH, MIN_TOOLS_TIMEOUT_MS, SCREEN_LIMIT, STATE_SCREEN_MAX_BYTES  # noqa: F401
+from ..registry.reader import (RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry,
+                       registry_dir)
+from ..wire.transport import Opener, loopback_opener
+
+#: Upper bound on probe threads; the rest queue behind them (refused probes are fast).
+MAX_PROBE_THREADS = 64
+#: Caps on text copied from a game or a registry file into the report.
+IDENTITY_LIMIT = 200
+CWD_LIMIT = 1000
+
+
+@dataclass
+class _Target:
+    host: str
+    port: int
+    scanned: bool = False
+    launched: bool = False
+    entries: list[RegistryEntry] = field(default_factory=list)
+
+
+def _probe_all(targets: list[_Target], run: Callable[[_Target], Probe]) -> list[Probe]:
+    """Run ``run`` over every target in parallel; results in target order."""
+    if not targets:
+        return []
+    if len(targets) == 1:
+        return [run(targets[0])]
+    workers = min(len(targets), MAX_PROBE_THREADS)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gb-probe") as pool:
+        return list(pool.map(run, targets))
+
+
+# --------------------------------------------------------------------------- the report
+
+def _normal_host(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _scan_ports(config: Any, range_spec: Any) -> tuple[int, ...]:
+    if range_spec is None or (isinstance(range_spec, str) and not range_spec.strip()):
+        return tuple(config.scan_range)  # an empty string from a client means "not given"
+    if isinstance(range_spec, bool) or not isinstance(range_spec, (str, int)):
+        raise BridgeUsageError(
+            f"range must be a port spec string such as '7777,7800-7810', not {range_spec!r}.")
+    return parse_port_spec(str(range_spec))
+
+
+def _launched_info(launched_ports: Collection[int] | Mapping[int, Any]) -> dict[int, dict[str, Any]]:
+    """Ports this bridge launched; a mapping may carry {pid, cwd, started} per port."""
+    out: dict[int, dict[str, Any]] = {}
+    for port in launched_ports:
+        if _int(port) is None:
+            continue
+        info = launched_ports[port] if isinstance(launched_ports, Mapping) else None
+        out[port] = dict(info) if isinstance(info, Mapping) else {}
+    return out
+
+
+def _entry_rank(entry: RegistryEntry, alive: bool) -> tuple[int, str, int]:
+    return (1 if alive else 0, entry.started or "", entry.pid)
+
+
+def _stale_record(entry: RegistryEntry, alive: bool, reason: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"path": str(entry.path), "port": entry.port, "pid": entry.pid,
+                              "pidAlive": alive, "reason": reason}
+    name = _text(entry.name, IDENTITY_LIMIT)
+    if name:
+        record["game"] = name
+    cwd = _text(entry.cwd, CWD_LIMIT)
+    if cwd:
+        record["cwd"] = cwd
+    if entry.host != DEFAULT_HOST:
+        record["host"] = entry.host
+    return record
+
+
+def _quiet_reason(port: int, pid: int, alive: bool) -> str:
+    if alive:
+        return (f"nothing is listening on port {port}, but pid {pid} is still running: a game "
+                "still binding its port, or one that closed its debug port")
+    return (f"nothing is listening on port {port} and pid {pid} is not running: the game "
+            "exited without removing its entry (a crash or a kill)")
+
+
+def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
+                 launched: Mapping[str, Any] | None) -> dict[str, Any]:
+    manifest = probe.manifest or fallback_manifest()
+    if entry is not None:
+        discovery = "both" if target.scanned else "registry"
+    elif target.entries:
+        discovery = "registry"  # found through an entry that turned out not to be this game's
+    else:
+        discovery = "scan"
+    status = "live-no-manifest" if manifest.source == "fallback" else "live"
+    game = manifest.game if isinstance(manifest.game, dict) else {}
+    name = _text(game.get("name"), IDENTITY_LIMIT)
+    version = _text(game.get("version"), IDENTITY_LIMIT)
+    protocol = _int(game.get("protocol"))
+    if entry is not None:  # the entry only fills what the live game did not say
+        name = name or _text(entry.name, IDENTITY_LIMIT)
+        version = version or _text(entry.version, IDENTITY_LIMIT)
+        protocol = protocol if protocol is not None else entry.protocol
+    record: dict[str, Any] = {"port": target.port, "discovery": discovery, "status": status,
+                              "frame": probe.frame}
+    if target.host != DEFAULT_HOST:
+        record["host"] = target.host
+    for key, value in (("game", name), ("version", version), ("protocol", protocol)):
+        if value is not None:
+            record[key] = value
+    record["manifest"] = manifest.source
+    if probe.manifest_problem:
+        record["manifestProblem"] = probe.manifest_problem
+    pid = entry.pid if entry is not None else _int((launched or {}).get("pid"))
+    cwd = _text(entry.cwd, CWD_LIMIT) if entry is not None else _text((launched or {}).get("cwd"), CWD_LIMIT)
+    started = (_text(entry.started, IDENTITY_LIMIT) if entry is not None
+               else _text((launched or {}).get("started"), IDENTITY_LIMIT))
+    for key, value in (("pid", pid), ("cwd", cwd), ("started", started), ("screen", probe.screen)):
+        if value is not None:
+            record[key] = value
+    record["toolsets"] = [n for n in manifest.toolset_names() if n != "bridge"] + ["bridge"]
+    record["launchedByThisBridge"] = launched is not None
+    return record
+
+
+def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
+                   manifest_for: ManifestFor | None, manifest_file: _ManifestFile,
+                   observe_health: HealthObserver | None) -> list[Probe]:
+    """Probe every target. With the real transport, a connect sweep settles the quiet
+    ports first; an injected opener (tests, socket-less use) sees every probe."""
+
+    def run(tgt: _Target) -> Probe:
+        return probe_port(tgt.host, tgt.port, opener=opener, timeout_ms=timeout_ms,
+                          manifest_for=manifest_for, manifest_file=manifest_file,
+                          observe_health=observe_health)
+
+    if opener is not loopback_opener:
+        return _probe_all(ordered, run)
+    swept = connect_sweep([(t.host, t.port) for t in ordered], timeout_ms / 1000.0)
+    probes: list[Probe | None] = [None] * len(ordered)
+    listening: list[int] = []
+    for index, outcome in enumerate(swept):
+        if outcome == "refused":
+            probes[index] = Probe("refused", "nothing is listening")
+        elif outcome == "pending":
+            probes[index] = Probe("unresponsive", f"did not accept a connection within {timeout_ms}ms")
+        else:
+            listening.append(index)
+    for index, probe in zip(listening, _probe_all([ordered[i] for i in listening], run)):
+        probes[index] = probe
+    return [p if p is not None else Probe("unresponsive", "not probed") for p in probes]
+
+
+def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int | None = None,
+             use_registry: bool | None = None, use_scan: bool | None = None, prune: bool = False,
+             launched_ports: Collection[int] | Mapping[int, Any] = (),
+             manifest_for: ManifestFor | None = None,
+             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS,
+             observe_health: HealthObserver | None = None) -> dict[str, Any]:
+    """The ``list_instances`` report: ``registryDir``, ``live``, ``stale``, ``notAGame``,
+    ``free`` (plus ``unresponsive``, ``registryProblems``, ``registryNote`` when there
+    is something to say). Read-only unless ``prune`` is true.
+
+    ``config`` supplies ``scan_range``, ``scan``, ``registry``, ``registry_dir``,
+    ``environ`` and ``manifest_file``; ``use_registry``/``use_scan`` override the
+    last two flags and ``range_spec`` the range (empty means the default).
+
+    ``manifest_for(port)`` is the Bridge's manifest cache (called from probe threads, so
+    it must be thread-safe and bounded in time); without it ``/tools`` is read here.
+    ``observe_health(port, health)`` sees each live ``/health`` answer first, so that
+    cache can drop a manifest when a frame went backwards. ``launched_ports`` (ports,
+    or a mapping port -> {pid, cwd, started}) are always probed and flagged
+    ``launchedByThisBridge``.
+
+    Raises BridgeUsageError for a bad ``range_spec``; nothing a game or a file says can
+    make it raise.
+    """
+    opener = opener if opener is not None else loopback_opener
+    registry_on = config.registry if use_registry is None else bool(use_registry)
+    scan_on = config.scan if use_scan is None else bool(use_scan)
+    timeout_ms = max(1, int(probe_timeout_ms))
+    scan_ports = _scan_ports(config, range_spec)  # a bad spec fails even with scanning off
+    scan_ports = scan_ports if scan_on else ()
+    launched = _launched_info(launched_ports)
+    directory = registry_dir(getattr(config, "environ", None), getattr(config, "registry_dir", None))
+
+    scan = RegistryScan(directory=directory)
+    if registry_on:
+        scan = read_registry(directory)
+
+    targets: dict[tuple[str, int], _Target] = {}
+
+    def target(host: str, port: int) -> _Target:
+        key = (host, port)
+        if key not in targets:
+            targets[key] = _Target(host, port)
+        return targets[key]
+
+    for port in scan_ports:
+        target(DEFAULT_HOST, port).scanned = True
+    for port in launched:
+        target(DEFAULT_HOST, port).launched = True
+    for entry in scan.entries:
+        target(_normal_host(entry.host), entry.port).entries.append(entry)
+
+    ordered = sorted(targets.values(), key=lambda t: (t.port, t.host != DEFAULT_HOST, t.host))
+    manifest_file = _ManifestFile(getattr(config, "manifest_file", None))
+    probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file, observe_health)
+
+    live: list[dict[str, Any]] = []
+    stale: list[dict[str, Any]] = []
+    not_a_game: list[dict[str, Any]] = []
+    free: list[int] = []
+    unresponsive: list[dict[str, Any]] = []
+
+    for tgt, probe in zip(ordered, probes):
+        alive = {e.path: pid_alive(e.pid) for e in tgt.entries}
+        entries = sorted(tgt.entries, key=lambda e: _entry_rank(e, alive[e.path]), reverse=True)
+        if probe.kind == "live":
+            chosen = next((e for e in entries if alive[e.path]), None)
+            for entry in entries:
+                if entry is chosen:
+                    continue
+                if alive[entry.path]:
+                    reason = (f"port {entry.port} is live, but the entry for pid {chosen.pid if chosen else '?'} "
+                              "claims it too and is newer; this one is probably from a process that "
+                              "lost the port")
+                else:
+                    reason = (f"pid {entry.pid} is not running; port {entry.port} is now answered "
+                              "by another process, so this entry is a leftover")
+                stale.append(_stale_record(entry, alive[entry.path], reason))
+            live.append(_live_record(tgt, probe, chosen, launched.get(tgt.port) if tgt.host == DEFAULT_HOST else None))
+            continue
+        if probe.kind == "not-a-game":
+            record: dict[str, Any] = {"port": tgt.port, "reason": probe.reason}
+            if tgt.host != DEFAULT_HOST:
+                record["host"] = tgt.host
+            if tgt.entries:
+                record["registry"] = [str(e.path) for e in entries]
+            not_a_game.append(record)
+            for entry in entries:
+                stale.append(_stale_record(entry, alive[entry.path],
+                             f"port {entry.port} is answered by something that is not a game "
+                             f"({probe.reason})"))
+            continue
+        if probe.kind == "refused":
+            if tgt.scanned:
+                free.append(tgt.port)
+            for entry in entries:
+                record = _stale_record(entry, alive[entry.path],
+                                       _quiet_reason(entry.port, entry.pid, alive[entry.path]))
+                if prune:
+                    _prune(entry, alive[entry.path], record)
+                stale.append(record)
+            continue
+        # unresponsive: something holds the port but does not answer in time
+        if tgt.scanned or tgt.launched or not tgt.entries:
+            record = {"port": tgt.port, "reason": probe.reason}
+            if tgt.host != DEFAULT_HOST:
+                record["host"] = tgt.host
+            unresponsive.append(record)
+        for entry in entries:
+            state = "is still running" if alive[entry.path] else "is not running"
+            stale.append(_stale_record(entry, alive[entry.path],
+                         f"port {entry.port} {probe.reason}; pid {entry.pid} {state}"))
+
+    if prune:  # every stale entry says whether it went, and why not
+        for record in stale:
+            if "pruned" not in record:
+                record["pruned"] = False
+                record["notPrunedBecause"] = f"port {record['port']} is not quiet"
+
+    report: dict[str, Any] = {
+        "registryDir": str(directory),
+        "live": live,
+        "stale": sorted(stale, key=lambda r: (r["port"], r["path"])),
+        "notAGame": not_a_game,
+        "free": sorted(set(free)),
+    }
+    if unresponsive:
+        report["unresponsive"] = unresponsive
+    problems = [p.to_dict() for p in scan.problems] + [p.to_dict() for p in scan.ignored_hosts]
+    if problems:
+        report["registryProblems"] = sorted(problems, key=lambda p: p["path"])
+    if not registry_on:
+        report["registryNote"] = "not read (registry discovery is off)"
+    elif scan.note and "does not exist" not in scan.note:
+        report["registryNote"] = scan.note
+    return report
+
+
+def _prune(entry: RegistryEntry, alive: bool, record: dict[str, Any]) -> None:
+    """Delete a stale entry only when its port is quiet (the caller saw it refused) and
+    its pid is gone; record the outcome either way."""
+    if alive:
+        record["pruned"] = False
+        record["notPrunedBecause"] = f"pid {entry.pid} is still running"
+        return
+    deleted = prune_entry(entry)
+    record["pruned"] = deleted
+    if not deleted:
+        record["notPrunedBecause"] = "the file changed, vanished or could not be deleted"
+
+
+__all__ = ["DEFAULT_PROBE_TIMEOUT_MS", "Probe", "discover", "probe_port"]

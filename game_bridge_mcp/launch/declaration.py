@@ -1,0 +1,299 @@
+"""The project's launch declaration: ``gamebridge.json``, found and validated.
+
+A project says once how its game is started, so no caller ever types a build command or
+picks a port. This module is pure parsing over one file: it finds the file (walking up
+from a directory, the way tools find their config), checks every field, and returns a
+frozen :class:`LaunchDeclaration` that renders the command for a given port. It never
+starts anything; :mod:`game_bridge_mcp.launcher` does.
+
+Every problem is a :class:`BridgeUsageError` that names the file and the field, because
+the reader (often a model) has to fix the file, not guess at it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import BridgeUsageError
+
+#: The file name searched for.
+DECLARATION_FILE = "gamebridge.json"
+#: Ports the launcher may claim when the declaration names none: clear of 7777 and
+#: 7800-7810, which people hand out by hand.
+DEFAULT_PORT_RANGE: tuple[int, int] = (7820, 7839)
+#: How long a launch waits for ``/health`` when the declaration does not say.
+DEFAULT_READY_TIMEOUT_MS = 180_000
+#: Upper bound on readyTimeoutMs (a day): a larger number is a typo, not a build.
+MAX_READY_TIMEOUT_MS = 86_400_000
+#: A declaration is a few hundred bytes; refuse to read a megabyte of anything.
+MAX_DECLARATION_BYTES = 1024 * 1024
+
+PORT_PLACEHOLDER = "{port}"
+
+EXAMPLE = """{
+  "name": "My Game",
+  "launch": {
+    "command": "./run-game --debug-port {port}",
+    "cwd": ".",
+    "portRange": "7820-7839",
+    "readyTimeoutMs": 180000
+  }
+}"""
+
+
+@dataclass(frozen=True)
+class LaunchDeclaration:
+    """A validated ``gamebridge.json``. ``cwd`` is absolute (resolved against the file's
+    directory); exactly one of ``command`` (a shell line) and ``argv`` (no shell) is set."""
+
+    path: Path
+    name: str | None
+    command: str | None
+    argv: tuple[str, ...] | None
+    cwd: Path
+    port_range: tuple[int, int] = DEFAULT_PORT_RANGE
+    ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    extra_args: tuple[str, ...] = ()
+
+    def render(self, port: int) -> tuple[list[str] | str, bool]:
+        """``(command, use_shell)`` for ``port``: the shell line with ``{port}`` substituted
+        and ``extraArgs`` appended shell-quoted, or the argv list (no shell)."""
+        sub = str(int(port))
+        extras = [arg.replace(PORT_PLACEHOLDER, sub) for arg in self.extra_args]
+        if self.command is not None:
+            line = self.command.replace(PORT_PLACEHOLDER, sub)
+            if extras:
+                line += " " + " ".join(shlex.quote(arg) for arg in extras)
+            return line, True
+        assert self.argv is not None
+        return [arg.replace(PORT_PLACEHOLDER, sub) for arg in self.argv] + extras, False
+
+    def render_env(self, port: int) -> dict[str, str]:
+        """The declared extra environment, with ``{port}`` substituted in values."""
+        sub = str(int(port))
+        return {key: value.replace(PORT_PLACEHOLDER, sub) for key, value in self.env.items()}
+
+    def display(self, port: int) -> str:
+        """The command for ``port`` as one line a human could paste into a shell."""
+        command, use_shell = self.render(port)
+        return command if isinstance(command, str) else shlex.join(command)
+
+    def hint(self) -> str:
+        """The command line as a human would type it, ``{port}`` left in (for GameOffline)."""
+        marker = "GAMEBRIDGEPORTPLACEHOLDER"
+        if self.command is not None:
+            line = self.command
+            if self.extra_args:
+                line += " " + " ".join(shlex.quote(a.replace(PORT_PLACEHOLDER, marker))
+                                       for a in self.extra_args)
+            line = line.replace(marker, PORT_PLACEHOLDER)
+        else:
+            assert self.argv is not None
+            args = [a.replace(PORT_PLACEHOLDER, marker) for a in (*self.argv, *self.extra_args)]
+            line = shlex.join(args).replace(marker, PORT_PLACEHOLDER)
+        if self.cwd != self.path.parent:
+            line = f"cd {shlex.quote(str(self.cwd))} && {line}"
+        return line
+
+
+def find_declaration(start: Path) -> Path | None:
+    """The nearest ``gamebridge.json`` in ``start`` or any directory above it, or None."""
+    try:
+        here = Path(start).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    if here.is_file():
+        here = here.parent
+    for directory in (here, *here.parents):
+        candidate = directory / DECLARATION_FILE
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # an unreadable directory on the way up is not an answer
+            continue
+    return None
+
+
+def _fail(path: Path, field_name: str | None, problem: str) -> BridgeUsageError:
+    where = f"field '{field_name}' " if field_name else ""
+    return BridgeUsageError(
+        f"Launch declaration {path}: {where}{problem}.\nA minimal gamebridge.json:\n{EXAMPLE}",
+        file=str(path), field=field_name)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value[:60])}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            body = handle.read(MAX_DECLARATION_BYTES + 1)
+    except FileNotFoundError:
+        raise _fail(path, None, "the file does not exist (check --config / GAME_BRIDGE_CONFIG)") from None
+    except IsADirectoryError:
+        raise _fail(path, None, "is a directory, not a file") from None
+    except OSError as exc:
+        raise _fail(path, None, f"cannot be read ({exc.strerror or exc})") from None
+    if len(body) > MAX_DECLARATION_BYTES:
+        raise _fail(path, None, f"is larger than {MAX_DECLARATION_BYTES} bytes; that is not a launch declaration")
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _fail(path, None, "is not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_constant=lambda name: _reject_constant(path, name))
+    except RecursionError:
+        raise _fail(path, None, "is nested too deeply to be a launch declaration") from None
+    except json.JSONDecodeError as exc:
+        raise _fail(path, None, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def _reject_constant(path: Path, name: str) -> Any:
+    raise _fail(path, None, f"is not valid JSON (it uses {name}, which JSON does not allow)")
+
+
+def _parse_port(path: Path, field_name: str, value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise _fail(path, field_name, f"must name ports between 1 and 65535, not {_kind(value)}")
+    return value
+
+
+def _parse_port_range(path: Path, value: Any) -> tuple[int, int]:
+    name = "launch.portRange"
+    if isinstance(value, str):
+        low_text, dash, high_text = value.strip().partition("-")
+        low = _parse_port(path, name, low_text.strip())
+        high = _parse_port(path, name, high_text.strip()) if dash else low
+    elif isinstance(value, list) and len(value) == 2:
+        low = _parse_port(path, name, value[0])
+        high = _parse_port(path, name, value[1])
+    elif isinstance(value, int) and not isinstance(value, bool):
+        low = high = _parse_port(path, name, value)
+    else:
+        raise _fail(path, name, f'must be a range like "7820-7839" or [7820, 7839], not {_kind(value)}')
+    if high < low:
+        raise _fail(path, name, f"runs backwards ({low} to {high})")
+    return low, high
+
+
+def _string_list(path: Path, field_name: str, value: Any, *, non_empty: bool) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, field_name, f"must be an array of strings, not {_kind(value)}")
+    if non_empty and not value:
+        raise _fail(path, field_name, "must not be empty: it names the program to run")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _fail(path, f"{field_name}[{index}]", f"must be a string, not {_kind(item)}")
+        if "\x00" in item:
+            raise _fail(path, f"{field_name}[{index}]", "contains a NUL character")
+    if non_empty and not value[0].strip():
+        raise _fail(path, f"{field_name}[0]", "is empty: it names the program to run")
+    return tuple(value)
+
+
+def parse_declaration(path: Path, document: Any) -> LaunchDeclaration:
+    """Validate a decoded ``gamebridge.json`` (pure; ``path`` locates ``cwd`` and errors)."""
+    path = Path(path)
+    if not isinstance(document, dict):
+        raise _fail(path, None, f"must hold a JSON object, not {_kind(document)}")
+    name = document.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _fail(path, "name", f"must be a string, not {_kind(name)}")
+    if "launch" not in document:
+        raise _fail(path, "launch", "is missing: it says how to start the game")
+    launch = document["launch"]
+    if not isinstance(launch, dict):
+        raise _fail(path, "launch", f"must be an object, not {_kind(launch)}")
+
+    command = launch.get("command")
+    argv_value = launch.get("argv")
+    if command is not None and argv_value is not None:
+        raise _fail(path, "launch.command", "and 'launch.argv' are both set; use one of them "
+                    "(command for a shell line, argv for a program and its arguments)")
+    if command is None and argv_value is None:
+        raise _fail(path, "launch.command", "is missing (or give 'launch.argv'): the bridge needs to "
+                    "know how to start the game, with {port} where the debug port goes")
+    argv: tuple[str, ...] | None = None
+    if command is not None:
+        if not isinstance(command, str):
+            raise _fail(path, "launch.command", f"must be a string (a shell command line), not {_kind(command)}")
+        if not command.strip():
+            raise _fail(path, "launch.command", "is empty")
+        if "\x00" in command:
+            raise _fail(path, "launch.command", "contains a NUL character")
+    else:
+        argv = _string_list(path, "launch.argv", argv_value, non_empty=True)
+
+    cwd_value = launch.get("cwd", ".")
+    if not isinstance(cwd_value, str) or not cwd_value.strip() or "\x00" in cwd_value:
+        raise _fail(path, "launch.cwd", f"must be a directory path (relative to this file), not {_kind(cwd_value)}")
+    base = path.parent if path.parent != Path("") else Path(".")
+    cwd = Path(os.path.normpath(Path(base, os.path.expanduser(cwd_value)).absolute()))
+
+    port_range = (DEFAULT_PORT_RANGE if launch.get("portRange") is None
+                  else _parse_port_range(path, launch["portRange"]))
+
+    timeout = launch.get("readyTimeoutMs", DEFAULT_READY_TIMEOUT_MS)
+    if isinstance(timeout, float) and timeout.is_integer():
+        timeout = int(timeout)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_READY_TIMEOUT_MS:
+        raise _fail(path, "launch.readyTimeoutMs",
+                    f"must be a whole number of milliseconds between 1 and {MAX_READY_TIMEOUT_MS}, not {_kind(timeout)}")
+
+    env_value = launch.get("env", {})
+    if env_value is None:
+        env_value = {}
+    if not isinstance(env_value, dict):
+        raise _fail(path, "launch.env", f"must be an object of string values, not {_kind(env_value)}")
+    env: dict[str, str] = {}
+    for key, value in env_value.items():
+        if not key or "=" in key or "\x00" in key:
+            raise _fail(path, f"launch.env.{key}", "is not a valid environment variable name")
+        if not isinstance(value, str):
+            raise _fail(path, f"launch.env.{key}", f"must be a string, not {_kind(value)} (quote it)")
+        if "\x00" in value:
+            raise _fail(path, f"launch.env.{key}", "contains a NUL character")
+        env[key] = value
+
+    extra_value = launch.get("extraArgs", [])
+    extra = () if extra_value is None else _string_list(path, "launch.extraArgs", extra_value, non_empty=False)
+
+    return LaunchDeclaration(path=path, name=name, command=command, argv=argv, cwd=cwd,
+                             port_range=port_range, ready_timeout_ms=timeout,
+                             env=MappingProxyType(env), extra_args=extra)
+
+
+def load_declaration(path: Path) -> LaunchDeclaration:
+    """Read and validate a ``gamebridge.json``; BridgeUsageError names the file and field."""
+    path = Path(path).expanduser()
+    try:
+        path = path.absolute()
+    except OSError:  # a vanished working directory; keep the path as given
+        pass
+    return parse_declaration(path, _read_document(path))
+
+
+__all__ = ["DECLARATION_FILE", "DEFAULT_PORT_RANGE", "DEFAULT_READY_TIMEOUT_MS", "EXAMPLE",
+           "LaunchDeclaration", "find_declaration", "load_declaration", "parse_declaration"]

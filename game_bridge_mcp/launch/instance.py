@@ -1,0 +1,294 @@
+"""One launched game: the record the launcher keeps for it, and the steps that act on
+that one process tree.
+
+Why this module exists: the :class:`~.launcher.Launcher` owns *which* instances exist
+(its table, the port locks, the watcher link); each entry is an :class:`Instance`, the
+one owner of a launched process tree. What can be done to a single tree without the
+launcher's table lives here:
+
+* starting it: a new session (so the whole tree can be signalled as a group), output
+  into a pipe for :mod:`.capture`, a pidfd where the platform has one;
+* observing the direct child's exit with ``waitid(WNOWAIT)``, so it stays unreaped and
+  its pid and process-group id cannot be recycled while the group may still be signalled;
+* sleeping until the child exits (a pidfd), for polls that should wake at once;
+* telling which process in the tree listens on the port (the game itself, when the
+  command is a shell or a build tool);
+* the boot-failure error, quoting the tree's last output;
+* ending the tree: ``close`` first, wait for the port to go quiet and the processes to
+  exit, then terminate and kill what is left (:func:`.procs.reap_tree`, every signal
+  guarded against pid reuse), and releasing what the record held.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import procs
+from .capture import OutputCapture, TailReader
+from ..wire.client import GameClient
+from ..errors import BridgeError, BridgeUsageError
+from .portlock import PortLock
+from .procs import ProcRef, Tree
+from .declaration import LaunchDeclaration
+from ..wire.transport import Opener
+
+log = logging.getLogger(__name__)
+
+#: After the game closed its port and its first process exited, how long stragglers in
+#: its tree get to exit on their own before they are terminated.
+STRAGGLER_GRACE_S = 0.5
+#: Lines of output quoted in a launch failure.
+FAILURE_TAIL_LINES = 20
+
+_HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+def _listening_inodes(port: int) -> set[str] | None:
+    """``{"socket:[inode]"}`` of TCP sockets listening on ``port``, from /proc/net
+    (None where there is no /proc/net/tcp)."""
+    found: set[str] = set()
+    seen_any = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        seen_any = True
+        for row in rows:
+            cols = row.split()
+            # local_address is HEXIP:HEXPORT; state 0A is LISTEN; column 9 is the inode
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                found.add(f"socket:[{cols[9]}]")
+    return found if seen_any else None
+
+
+def how_exited(code: int) -> str:
+    """A child's exit status in words (negative: killed by that signal)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the process was killed by {name}"
+    return f"the process exited with code {code}"
+
+
+@dataclass
+class Instance:
+    """One launched process tree and everything the launcher owns about it."""
+
+    port: int
+    launch_id: str
+    declaration: LaunchDeclaration
+    command: str
+    proc: subprocess.Popen
+    leader: ProcRef
+    tree: Tree
+    lock: PortLock
+    capture: OutputCapture
+    started: float
+    pidfd: int | None = None
+    ready: bool = False
+    stopping: bool = False
+    wrapper_exited: bool = False
+    name: str | None = None
+    version: str | None = None
+    game_pid: int | None = None
+    exit_code: int | None = None
+    reaped_elsewhere: bool = False
+    stop_result: dict | None = None
+    stop_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def start(cls, decl: LaunchDeclaration, lock: PortLock, *, command: list[str] | str,
+              use_shell: bool, display: str, launch_id: str, env: Mapping[str, str],
+              log_path: Path, log_fd: int, detached: bool) -> Instance:
+        """Start ``command`` for ``lock.port`` in a new session (its own process group),
+        stdin from /dev/null, output into a pipe pumped to the log file (or, detached,
+        straight into the log file, which is then tailed), and return its record. Raises
+        OSError when the command cannot be started."""
+        port = lock.port
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            command, shell=use_shell, cwd=str(decl.cwd), env=env,
+            stdin=subprocess.DEVNULL, stdout=log_fd if detached else subprocess.PIPE,
+            stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
+        leader = procs.ref_for(proc.pid) or ProcRef(proc.pid, 0.0)
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(proc.pid)
+            except OSError:
+                pidfd = None
+        if detached:
+            os.close(log_fd)  # the game holds it now; we only tail the file
+            capture = OutputCapture(TailReader(log_path), log_path, None)  # type: ignore[arg-type]
+        else:
+            assert proc.stdout is not None
+            capture = OutputCapture(proc.stdout, log_path, log_fd)
+        inst = cls(port=port, launch_id=launch_id, declaration=decl, command=display,
+                   proc=proc, leader=leader,
+                   tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set()),
+                   lock=lock, capture=capture, started=started, pidfd=pidfd,
+                   name=decl.name)
+        inst.tree.leader_guard = inst.leader_unreaped
+        return inst
+
+    def info(self) -> dict[str, Any]:
+        """What is known of this instance, as ``list_instances`` shows it."""
+        return {"port": self.port, "pid": self.game_pid or self.leader.pid, "name": self.name,
+                "version": self.version, "cwd": str(self.declaration.cwd), "ready": self.ready,
+                "running": self.leader_exit() is None or self.wrapper_exited,
+                "logFile": str(self.capture.log_path)}
+
+    def leader_exit(self) -> int | None:
+        """The direct child's exit code (negative: a signal), or None while it runs.
+        Observed without reaping it, so its pid stays ours."""
+        if self.exit_code is not None:
+            return self.exit_code
+        if self.proc.returncode is not None:
+            self.exit_code = self.proc.returncode
+            return self.exit_code
+        if not _HAS_WAITID:  # pragma: no cover - platforms without waitid: reap normally
+            self.exit_code = self.proc.poll()
+            return self.exit_code
+        try:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # someone else reaped it
+            self.reaped_elsewhere = True
+            self.exit_code = self.proc.poll() if self.proc.returncode is None else self.proc.returncode
+            if self.exit_code is None:
+                self.exit_code = -1
+            return self.exit_code
+        if info is None or info.si_pid == 0:
+            return None
+        self.exit_code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        return self.exit_code
+
+    def leader_unreaped(self) -> bool:
+        """True while the direct child's pid (and so its group id) cannot be reused."""
+        return _HAS_WAITID and self.proc.returncode is None and not self.reaped_elsewhere
+
+    def wait_leader(self, timeout_s: float) -> None:
+        """Sleep up to ``timeout_s``, waking at once if the direct child exits."""
+        if timeout_s <= 0:
+            return
+        # A pidfd is readable once the process has exited, so it is a sleep that ends at
+        # the exit; after the exit it would return at once, so sleep plainly then.
+        if self.pidfd is not None and self.leader_exit() is None:
+            try:
+                select.select([self.pidfd], [], [], timeout_s)
+                return
+            except (OSError, ValueError):
+                pass
+        time.sleep(timeout_s)
+
+    def listener_pid(self) -> int | None:
+        """The pid in the tree that listens on the port (the game itself, when the
+        command is a shell or a build tool); None if it cannot be told."""
+        live = self.tree.live(marker_scan=False)
+        if len(live) <= 1:
+            return live[0].pid if live else None
+        inodes = _listening_inodes(self.port)
+        if inodes is not None:  # Linux: match the socket's inode among the tree's fds
+            for ref in live:
+                try:
+                    fds = os.listdir(f"/proc/{ref.pid}/fd")
+                except OSError:
+                    continue
+                for fd in fds:
+                    try:
+                        if os.readlink(f"/proc/{ref.pid}/fd/{fd}") in inodes:
+                            return ref.pid
+                    except OSError:
+                        continue
+            return None
+        if procs.psutil is None:  # pragma: no cover
+            return None
+        for ref in live:  # pragma: no cover - other platforms
+            try:
+                proc = procs.psutil.Process(ref.pid)
+                conns = getattr(proc, "net_connections", None) or proc.connections
+                for conn in conns(kind="tcp"):
+                    if conn.status == procs.psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == self.port:
+                        return ref.pid
+            except (procs.psutil.Error, OSError):
+                continue
+        return None
+
+    def end_tree(self, *, opener: Opener | None, grace_ms: int,
+                 term_s: float) -> tuple[str, list[ProcRef]]:
+        """Ask the game to ``close``, wait up to ``grace_ms`` for its port to go quiet and
+        its processes to exit, then terminate (``term_s``) and kill what is left.
+        Returns how it ended and the processes that survived SIGKILL."""
+        if not self.tree.live():
+            return "already exited", []
+        client = GameClient(self.port, opener=opener, timeout_ms=max(100, min(grace_ms, 1000)))
+        deadline = time.monotonic() + grace_ms / 1000.0
+        if not client.port_is_quiet(timeout_ms=200):
+            try:
+                client.command("close", timeout_ms=max(100, min(grace_ms, 1000)))
+            except BridgeError as exc:  # a game dropping the connection while closing is closing
+                log.debug("close on port %d: %s", self.port, exc)
+            quiet_since: float | None = None
+            interval = 0.01
+            while True:
+                now = time.monotonic()
+                quiet = client.port_is_quiet(timeout_ms=100)
+                if quiet and not self.tree.live(marker_scan=False):
+                    break
+                if quiet and self.leader_exit() is not None:
+                    quiet_since = quiet_since or now
+                    if now - quiet_since >= STRAGGLER_GRACE_S:
+                        break
+                if now >= deadline:
+                    break
+                self.wait_leader(min(interval, max(0.0, deadline - now)))
+                interval = min(interval * 1.5, 0.1)
+        how, survivors = procs.reap_tree(self.tree, term_s=term_s, kill_s=1.0)
+        return how or "closed cleanly", survivors
+
+    def boot_failure(self, what: str, *, exit_code: int | None = None,
+                     timed_out: bool = False) -> BridgeUsageError:
+        """The spec's boot-failure error for this (already reaped) instance: what went
+        wrong, the command, where it ran, the log file and its last output."""
+        self.capture.wait_eof(0.5)
+        tail = self.capture.tail(FAILURE_TAIL_LINES)
+        output = "\n".join(tail) if tail else "(the process printed nothing)"
+        message = (f"Launch failed on port {self.port}: {what}.\n"
+                   f"Command: {self.command}\n"
+                   f"Working directory: {self.declaration.cwd}\n"
+                   f"Full log: {self.capture.log_path}\n\n"
+                   f"Last output:\n{output}")
+        return BridgeUsageError(message, port=self.port, exitCode=exit_code, timedOut=timed_out,
+                                command=self.command, cwd=str(self.declaration.cwd),
+                                logFile=str(self.capture.log_path), lastOutput=tail)
+
+    def release(self) -> None:
+        """Release what this record holds once its tree has ended: the child's exit
+        status (it is reaped now), the pidfd, the port lock."""
+        self.leader_exit()
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL failed
+            log.warning("pid %d did not exit; left unreaped", self.proc.pid)
+        if self.pidfd is not None:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+            self.pidfd = None
+        self.lock.release()
+
+
+__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited"]

@@ -1,0 +1,445 @@
+"""Starting game instances on free ports, watching them boot, and ending them completely.
+
+The Launcher is the one owner of every process the bridge starts; nothing else in the
+bridge signals a process. It keeps the table of launched instances and the state around
+it (port locks, the watcher link, the descendant monitor); the work on one instance is
+split out by role:
+
+* **Ports** are claimed, never guessed (:mod:`.portclaim`): an exclusive per-port lock
+  shared by every bridge of this user, then "nothing bound" and "nothing answering".
+  The lock is held for the instance's life.
+* **Launch returns only when ``/health`` answers** ``ok``, polled at a short adaptive
+  interval, reporting progress (elapsed, timeout, last output line) on the way. A child
+  that exits while booting fails at once with its own last output; one that does not
+  answer in time is reaped and reported the same way.
+* **Output** goes to a pipe (never the bridge's stdio), pumped to a 0600 log file and a
+  200-line ring (:mod:`.capture`).
+* **Each process tree** is owned by an :class:`~.instance.Instance` record, which
+  starts it, observes the direct child's exit without reaping it, and ends the tree:
+  ``close`` first, then terminate, then kill (:mod:`.procs`), every signal guarded
+  against pid reuse.
+* **Reaping** on the bridge's exit: :meth:`Launcher.shutdown` stops everything at once
+  within a short bound; and a watcher process (:mod:`.watcher`, fed through
+  :mod:`.watchlink`), started at the first launch, reaps the launched trees if the
+  bridge dies without running any cleanup.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from . import procs
+from .capture import TailReader, default_log_dir, open_log_file, prune_old_logs
+from ..wire.client import GameClient
+from ..config import Config, check_port
+from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
+from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exited  # noqa: F401 (re-exported)
+from .portclaim import claim_port
+from .portlock import LOCKS_DIRNAME, PortLock
+from .procs import MARKER_KEY
+from .declaration import EXAMPLE, LaunchDeclaration
+from ..registry.reader import registry_home
+from ..wire.transport import Opener
+from .watchlink import NoWatcher, WatcherLink
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[int, int, str], None]
+
+#: Seconds between progress reports while waiting for /health.
+PROGRESS_INTERVAL_S = 0.3
+#: The /health poll interval grows from the first to the last value.
+POLL_FIRST_S = 0.005
+POLL_MAX_S = 0.025
+#: After SIGTERM, how long ``stop`` waits before SIGKILL (``shutdown`` uses less).
+STOP_TERM_S = 1.5
+SHUTDOWN_TERM_S = 0.7
+#: Largest graceMs accepted by stop (ten minutes).
+MAX_GRACE_MS = 600_000
+#: Upper bound for a launch timeout given as an argument (a day).
+MAX_TIMEOUT_MS = 86_400_000
+
+
+def _whole(value: Any) -> Any:
+    """An integer-valued float (JSON may deliver 12.0) as an int; anything else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None if value is None else (value if not isinstance(value, bool) else str(value))
+
+
+class Launcher:
+    """Starts, tracks, reads and stops the game instances this bridge launches."""
+
+    def __init__(self, config: Config, *, opener: Opener | None = None,
+                 environ: Mapping[str, str] | None = None, log_dir: Path | None = None,
+                 watcher_log: Path | None = None, detached: bool = False) -> None:
+        self.config = config
+        self._opener = opener
+        self._environ: Mapping[str, str] = dict(environ if environ is not None else config.environ)
+        self._log_dir_arg = log_dir
+        self._log_dir: Path | None = None
+        self._instances: dict[int, Instance] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        #: Detached (``call launch_instance --keep``): the game outlives this process, so it
+        #: writes its own log file, no watcher is started and shutdown leaves it running.
+        self.detached = detached
+        self._watcher: Any = NoWatcher() if detached else WatcherLink(watcher_log)
+        self._monitor: threading.Thread | None = None
+        self._monitor_stop = threading.Event()
+
+    # ------------------------------------------------------------------ public
+    @property
+    def watcher_pid(self) -> int | None:
+        """The reaper watcher's pid (None until the first launch)."""
+        return self._watcher.pid
+
+    @property
+    def locks_dir(self) -> Path:
+        return registry_home(self._environ, self.config.registry_dir) / LOCKS_DIRNAME
+
+    def is_launched(self, port: int) -> bool:
+        """Whether this bridge launched (and still tracks) an instance on ``port``."""
+        with self._lock:
+            return port in self._instances
+
+    def launched_ports(self) -> list[int]:
+        with self._lock:
+            return sorted(self._instances)
+
+    def info(self, port: int) -> dict | None:
+        """What the launcher knows of a tracked instance (for list_instances), or None."""
+        with self._lock:
+            inst = self._instances.get(port)
+        return None if inst is None else inst.info()
+
+    def launch(self, *, port: int | None = None, timeout_ms: int | None = None,
+               progress: ProgressCallback | None = None) -> dict:
+        """Start the declared game on a free (or the given) port and return once
+        ``GET /health`` answers ok: ``{"port", "pid", "name", "version", "cwd",
+        "readyInMs", "logFile"}``. Raises BridgeUsageError on every failure."""
+        decl = self._declaration()
+        timeout_ms = _whole(timeout_ms)
+        if timeout_ms is None:
+            timeout_ms = decl.ready_timeout_ms
+        elif not isinstance(timeout_ms, int) or not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+            raise BridgeUsageError(f"timeoutMs must be a whole number of milliseconds between 1 and {MAX_TIMEOUT_MS}, not {timeout_ms!r}.")
+        if port is not None:
+            port = check_port(port)
+        if not decl.cwd.is_dir():
+            raise BridgeUsageError(
+                f"Launch declaration {decl.path}: field 'launch.cwd' resolves to {decl.cwd}, which is "
+                "not a directory. It is relative to the gamebridge.json file.",
+                file=str(decl.path), field="launch.cwd")
+        self._check_open()
+        lock = claim_port(port, decl, locks_dir=self.locks_dir, opener=self._opener,
+                          is_launched=self.is_launched)
+        try:
+            inst = self._spawn(decl, lock)
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            return self._wait_ready(inst, timeout_ms, progress)
+        except BaseException:
+            if self._is_tracked(inst):  # not already cleaned up by a failure path
+                self._discard(inst, term_s=STOP_TERM_S)
+            raise
+
+    def stop(self, port: int, *, grace_ms: int = 3000) -> dict:
+        """Close, then terminate, then kill the instance this bridge launched on ``port``:
+        ``{"port", "stopped", "how", "pid", "exitCode", "stoppedInMs", "logFile"}`` with
+        ``how`` one of "closed cleanly", "terminated", "killed" (or "already exited")."""
+        grace_ms = _whole(grace_ms)
+        if not isinstance(grace_ms, int) or not 0 <= grace_ms <= MAX_GRACE_MS:
+            raise BridgeUsageError(f"graceMs must be a whole number of milliseconds between 0 and {MAX_GRACE_MS}, not {grace_ms!r}.")
+        return self._stop_port(port, grace_ms=grace_ms, term_s=STOP_TERM_S)
+
+    def log(self, port: int, *, lines: int = 50, since: int | None = None) -> dict:
+        """The captured output of a launched instance: ``{"port", "lines", "next",
+        "dropped", "more", "logFile", "running", "exitCode"}``. Pass ``since=<next>`` from
+        a previous answer to read only what is new."""
+        lines = _whole(lines)  # type: ignore[assignment]
+        if not isinstance(lines, int) or lines < 0:
+            raise BridgeUsageError(f"lines must be a whole number of 0 or more, not {lines!r}.")
+        since = _whole(since)  # type: ignore[assignment]
+        if since is not None and (not isinstance(since, int) or since < 0):
+            raise BridgeUsageError(f"since must be a line number from a previous 'next' (0 or more), not {since!r}.")
+        with self._lock:
+            inst = self._instances.get(port)
+            ports = sorted(self._instances)
+        if inst is None:
+            held = f" Instances launched here: {', '.join(map(str, ports))}." if ports else ""
+            raise BridgeUsageError(
+                f"No instance launched by this bridge is on port {port}, so there is no captured "
+                "output: instance_log reads only games started with launch_instance (output of a "
+                f"game started elsewhere goes wherever that process writes it).{held}", port=port)
+        code = inst.leader_exit()
+        running = code is None or (inst.wrapper_exited and bool(inst.tree.live(marker_scan=False)))
+        if not running:  # the game is gone: let the pump drain what it wrote last
+            inst.capture.wait_eof(0.5)
+        result = inst.capture.read(lines, since)
+        return {"port": port, **result, "logFile": str(inst.capture.log_path),
+                "running": running, "exitCode": None if running else code}
+
+    def shutdown(self, *, grace_ms: int = 1000) -> None:
+        """Stop every launched instance at once (close first, then escalation), then
+        let the watcher go. Idempotent; bounded (about grace + 2 s); callable from any
+        thread. (From a signal handler, raise instead and call it after unwinding, as the
+        server does: the handler may have interrupted a launcher call holding its lock.)"""
+        with self._lock:
+            self._closed = True
+            instances = list(self._instances.values())
+            if self.detached:  # the games are meant to outlive this process
+                self._instances.clear()
+        if self.detached:
+            for inst in instances:
+                reader = getattr(inst.capture, "_pipe", None)
+                if isinstance(reader, TailReader):
+                    reader.stop()
+            self._monitor_stop.set()
+            return
+        threads = [threading.Thread(target=self._stop_quietly, args=(inst, grace_ms),
+                                    name=f"stop-{inst.port}", daemon=True) for inst in instances]
+        for thread in threads:
+            thread.start()
+        bound = time.monotonic() + grace_ms / 1000.0 + SHUTDOWN_TERM_S + 4.0
+        for thread in threads:
+            thread.join(timeout=max(0.0, bound - time.monotonic()))
+        self._monitor_stop.set()
+        with self._lock:
+            leftover = bool(self._instances)
+        if not leftover:
+            self._watcher.close()
+        else:  # a stop did not finish in time: keep the pipe, the watcher reaps at exit
+            log.warning("shutdown: instances on ports %s did not stop in time", self.launched_ports())
+
+    # ------------------------------------------------------------------ launch parts
+    def _declaration(self) -> LaunchDeclaration:
+        decl = getattr(self.config, "declaration", None)
+        if decl is None:
+            raise BridgeUsageError(
+                "launch_instance needs a launch declaration, and none was found: put a "
+                "gamebridge.json in your project root (the bridge looks in its working "
+                "directory and every directory above it), or point --config / "
+                "GAME_BRIDGE_CONFIG at one. It says how to start the game, with {port} where "
+                "the debug port goes:\n" + EXAMPLE + "\nUse \"argv\": [\"./run-game\", "
+                "\"--port\", \"{port}\"] instead of \"command\" to run without a shell.")
+        return decl
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BridgeUsageError("The bridge is shutting down; it launches no more instances.")
+
+    def _child_env(self, decl: LaunchDeclaration, port: int, launch_id: str) -> dict[str, str]:
+        env = dict(self._environ)
+        env.update(decl.render_env(port))
+        env[MARKER_KEY] = procs.marker_value(self._environ.get(MARKER_KEY), launch_id)
+        return env
+
+    def _ensure_log_dir(self) -> Path:
+        if self._log_dir is None:
+            if self._log_dir_arg is not None:
+                self._log_dir_arg.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._log_dir = self._log_dir_arg
+            else:
+                self._log_dir = default_log_dir()
+                prune_old_logs(self._log_dir)
+        return self._log_dir
+
+    def _spawn(self, decl: LaunchDeclaration, lock: PortLock) -> Instance:
+        port = lock.port
+        command, use_shell = decl.render(port)
+        display = decl.display(port)
+        launch_id = f"{os.getpid()}-{uuid.uuid4().hex}"
+        env = self._child_env(decl, port, launch_id)
+        log_path, log_fd = open_log_file(self._ensure_log_dir(), port)
+        # The watcher learns the marker before the spawn, so a bridge killed in between
+        # still leaves something findable.
+        self._watcher.send({"op": "expect", "id": launch_id, "marker": launch_id})
+        try:
+            with self._lock:
+                self._check_open()
+                inst = Instance.start(decl, lock, command=command, use_shell=use_shell, display=display,
+                                      launch_id=launch_id, env=env, log_path=log_path, log_fd=log_fd,
+                                      detached=self.detached)
+                self._instances[port] = inst
+        except OSError as exc:
+            os.close(log_fd)
+            self._watcher.send({"op": "forget", "id": launch_id})
+            raise BridgeUsageError(
+                f"Launch failed on port {port}: the command could not be started "
+                f"({exc.strerror or exc}{': ' + repr(exc.filename) if getattr(exc, 'filename', None) else ''}).\n"
+                f"Command: {display}\nWorking directory: {decl.cwd}",
+                port=port, command=display, cwd=str(decl.cwd)) from None
+        except BaseException:
+            os.close(log_fd)
+            self._watcher.send({"op": "forget", "id": launch_id})
+            raise
+        self._watcher.send({"op": "launch", "id": launch_id, "pid": inst.leader.pid,
+                            "ctime": inst.leader.create_time, "pgid": inst.proc.pid, "marker": launch_id})
+        self._start_monitor()
+        log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
+        return inst
+
+    def _wait_ready(self, inst: Instance, timeout_ms: int, progress: ProgressCallback | None) -> dict:
+        client = GameClient(inst.port, opener=self._opener, timeout_ms=1000)
+        deadline = inst.started + timeout_ms / 1000.0
+        next_report = inst.started + PROGRESS_INTERVAL_S
+        interval = POLL_FIRST_S
+        last_problem = "nothing answered yet"
+        while True:
+            if inst.stopping:
+                raise BridgeUsageError(
+                    f"Launch on port {inst.port} was cancelled: the instance was stopped while it "
+                    "was booting.", port=inst.port)
+            code = inst.leader_exit()
+            if code is not None and not inst.wrapper_exited:
+                # A wrapper that exits 0 and leaves the game running (a start script that
+                # backgrounds it) is not a failure; any other exit during boot is.
+                if code == 0 and inst.tree.live():
+                    inst.wrapper_exited = True
+                    log.info("port %d: the launch command exited 0 but left processes running; "
+                             "still waiting for /health", inst.port)
+                else:
+                    self._fail_launch(inst, how_exited(code), exit_code=code)
+            try:
+                client.health(timeout_ms=int(max(0.05, min(1.0, deadline - time.monotonic())) * 1000))
+                return self._ready(inst, client)
+            except GameOffline as exc:
+                last_problem = "connection refused" if "No game is answering" in exc.message else exc.message.split("\n")[0]
+            except NotAGameSurface as exc:
+                last_problem = exc.detail
+            now = time.monotonic()
+            if now >= deadline:
+                self._fail_launch(inst, f"the game did not answer GET /health within {timeout_ms}ms "
+                                        f"(last check: {last_problem})", timed_out=True)
+            if progress is not None and now >= next_report:
+                next_report = now + PROGRESS_INTERVAL_S
+                try:
+                    progress(int((now - inst.started) * 1000), timeout_ms, inst.capture.last_line())
+                except Exception:  # a broken progress sink must not break the launch
+                    log.debug("progress callback failed", exc_info=True)
+            inst.wait_leader(min(interval, max(0.0, deadline - now)))
+            interval = min(interval * 1.5, POLL_MAX_S)
+
+    def _ready(self, inst: Instance, client: GameClient) -> dict:
+        ready_ms = int((time.monotonic() - inst.started) * 1000)
+        try:
+            manifest = client.tools(timeout_ms=2000)
+        except BridgeError:
+            manifest = None
+        game = manifest.get("game") if isinstance(manifest, dict) else None
+        if isinstance(game, dict):
+            if isinstance(game.get("name"), str) and game["name"].strip():
+                inst.name = game["name"][:200]
+            version = game.get("version")
+            if isinstance(version, (str, int, float)) and not isinstance(version, bool):
+                inst.version = str(version)[:100]
+        self._note_descendants(inst)
+        inst.game_pid = inst.listener_pid() or inst.leader.pid
+        inst.ready = True
+        return {"port": inst.port, "pid": inst.game_pid, "name": inst.name, "version": inst.version,
+                "cwd": str(inst.declaration.cwd), "readyInMs": ready_ms,
+                "logFile": str(inst.capture.log_path)}
+
+    def _fail_launch(self, inst: Instance, what: str, *, exit_code: int | None = None,
+                     timed_out: bool = False) -> None:
+        """Reap the tree, forget the instance and raise the spec's boot-failure error."""
+        self._discard(inst, term_s=STOP_TERM_S)
+        raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out)
+
+    # ------------------------------------------------------------------ stop parts
+    def _is_tracked(self, inst: Instance) -> bool:
+        with self._lock:
+            return self._instances.get(inst.port) is inst
+
+    def _stop_port(self, port: int, *, grace_ms: int, term_s: float) -> dict:
+        with self._lock:
+            inst = self._instances.get(port)
+        if inst is None:
+            raise BridgeUsageError(
+                f"Port {port} is not an instance this bridge launched, so stop_instance will not "
+                "touch it: it only ends games it started (and still tracks). To end that game, "
+                f"ask it to close itself: call_tool {{\"port\": {port}, \"name\": \"close\"}}.",
+                port=port)
+        return self._stop_instance(inst, grace_ms=grace_ms, term_s=term_s)
+
+    def _stop_quietly(self, inst: Instance, grace_ms: int) -> None:
+        try:
+            self._stop_instance(inst, grace_ms=grace_ms, term_s=SHUTDOWN_TERM_S)
+        except Exception:  # shutdown must go on with the others
+            log.exception("stopping the instance on port %d failed", inst.port)
+
+    def _stop_instance(self, inst: Instance, *, grace_ms: int, term_s: float) -> dict:
+        inst.stopping = True
+        with inst.stop_lock:
+            if inst.stop_result is not None:  # a concurrent stop finished it
+                return dict(inst.stop_result)
+            t0 = time.monotonic()
+            how, survivors = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
+            result: dict[str, Any] = {
+                "port": inst.port, "stopped": not survivors, "how": how,
+                "pid": inst.game_pid or inst.leader.pid, "exitCode": inst.leader_exit(),
+                "stoppedInMs": int((time.monotonic() - t0) * 1000),
+                "logFile": str(inst.capture.log_path)}
+            if survivors:
+                result["survivors"] = [ref.pid for ref in survivors]
+                result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "
+                                     "in the kernel); they hold no port lock any more.")
+            self._forget(inst)
+            inst.stop_result = result
+            return dict(result)
+
+    def _discard(self, inst: Instance, *, term_s: float) -> None:
+        """End a tree without asking it to close (a failed or cancelled launch)."""
+        inst.stopping = True
+        with inst.stop_lock:
+            if inst.stop_result is None:
+                procs.reap_tree(inst.tree, term_s=term_s, kill_s=1.0)
+                self._forget(inst)
+                inst.stop_result = {"port": inst.port, "stopped": True, "how": "terminated"}
+
+    def _forget(self, inst: Instance) -> None:
+        """Release everything held for an ended instance: the child's exit status, the
+        pidfd, the port lock, the watcher's record."""
+        with self._lock:
+            if self._instances.get(inst.port) is inst:
+                del self._instances[inst.port]
+        inst.release()
+        self._watcher.send({"op": "forget", "id": inst.launch_id})
+
+    # ------------------------------------------------------------------ monitor
+    def _start_monitor(self) -> None:
+        with self._lock:
+            if self._monitor is not None and self._monitor.is_alive():
+                return
+            self._monitor = threading.Thread(target=self._monitor_loop, name="launcher-monitor", daemon=True)
+            self._monitor.start()
+
+    def _monitor_loop(self) -> None:
+        """Once a second, record new descendants of every instance (and tell the
+        watcher), so a grandchild that later escapes the group is still known."""
+        while not self._monitor_stop.wait(1.0):
+            with self._lock:
+                instances = list(self._instances.values())
+            for inst in instances:
+                if not inst.stopping:
+                    self._note_descendants(inst)
+
+    def _note_descendants(self, inst: Instance) -> None:
+        try:
+            for ref in inst.tree.refresh():
+                self._watcher.send({"op": "child", "id": inst.launch_id, "pid": ref.pid,
+                                    "ctime": ref.create_time})
+        except Exception:  # pragma: no cover - monitoring is best effort
+            log.debug("descendant refresh failed", exc_info=True)
+
+
+__all__ = ["Launcher", "ProgressCallback"]

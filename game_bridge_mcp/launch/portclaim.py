@@ -1,0 +1,127 @@
+"""Claiming a port for a launch: locked, nothing bound, nothing answering.
+
+Why this module exists: "bind, release, bind again later" is not a claim, and a port
+that a stranger holds must be refused with a reason. A port is claimed by taking its
+per-user lock (:mod:`.portlock`) first, then checking that nothing is bound to
+127.0.0.1 there (a bind test) and that nothing answers ``GET /health``. The lock is
+what the launcher then holds for the instance's life. A full range falls back to an
+OS-assigned port; an explicit port is checked the same way, and a refusal says what
+holds it (another bridge's lock and its pid, a running game, some other server).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Callable
+
+from .capture import default_log_dir
+from ..wire.client import GameClient
+from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
+from .portlock import PortLock, holder_pid
+from .declaration import LaunchDeclaration
+from ..wire.transport import Opener
+
+log = logging.getLogger(__name__)
+
+
+def usable_locks_dir(primary: Path) -> Path:
+    """``primary`` (created 0700 if need be), or a private fallback when it cannot be made."""
+    try:
+        primary.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return primary
+    except OSError as exc:
+        fallback = default_log_dir().parent / f"game-bridge-locks-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+        log.warning("cannot use %s for port locks (%s); using %s", primary, exc, fallback)
+        return fallback
+
+
+def port_problem(port: int, *, opener: Opener | None = None) -> str | None:
+    """None when nothing is bound to 127.0.0.1:port and nothing answers there;
+    otherwise what holds it, in words."""
+    bind_error: OSError | None = None
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+    except OSError as exc:
+        bind_error = exc
+    finally:
+        probe.close()
+    client = GameClient(port, opener=opener, timeout_ms=300)
+    try:
+        health = client.health(timeout_ms=300)
+        frame = health.get("frame")
+        return ("a game is already running there (GET /health answered ok"
+                + (f", frame {frame}" if isinstance(frame, int) else "") + ")")
+    except NotAGameSurface as exc:
+        return f"something else is listening there, not a game ({exc.detail})"
+    except GameOffline:
+        pass
+    except BridgeError as exc:  # pragma: no cover - any other answer means "taken"
+        return f"something else answers there ({exc.message})"
+    if bind_error is not None:
+        return (f"another process has bound 127.0.0.1:{port} "
+                f"({bind_error.strerror or bind_error}) and does not answer HTTP")
+    return None
+
+
+def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
+               is_launched: Callable[[int], bool], opener: Opener | None = None) -> PortLock:
+    """The lock on ``port`` (checked free), or on the first free port of the declared
+    range, or on an OS-assigned one when the range is full. Raises BridgeUsageError
+    saying what holds a taken port. ``is_launched`` tells whether the caller already
+    runs an instance there (for the message)."""
+    locks = usable_locks_dir(locks_dir)
+    if port is not None:
+        lock = PortLock.try_acquire(locks, port)
+        if lock is None:
+            if is_launched(port):
+                raise BridgeUsageError(
+                    f"Port {port} already runs an instance this bridge launched. Use it, or "
+                    f"stop_instance {{\"port\": {port}}} first; leave out 'port' to get a free one.",
+                    port=port)
+            holder = holder_pid(locks, port)
+            raise BridgeUsageError(
+                f"Port {port} is taken: another game-bridge"
+                + (f" (pid {holder})" if holder else "")
+                + " holds the lock on it, for a game it launched or is launching there. "
+                "Leave out 'port' and launch_instance picks a free one.", port=port)
+        problem = port_problem(port, opener=opener)
+        if problem is not None:
+            lock.release()
+            low, high = decl.port_range
+            raise BridgeUsageError(
+                f"Port {port} is taken: {problem}. Leave out 'port' and launch_instance "
+                f"picks a free one from {low}-{high}.", port=port)
+        return lock
+    low, high = decl.port_range
+    for candidate in range(low, high + 1):
+        lock = PortLock.try_acquire(locks, candidate)
+        if lock is None:
+            continue
+        problem = port_problem(candidate, opener=opener)
+        if problem is None:
+            return lock
+        log.debug("port %d skipped: %s", candidate, problem)
+        lock.release()
+    for _attempt in range(20):  # the declared range is full: let the OS pick
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            candidate = probe.getsockname()[1]
+        lock = PortLock.try_acquire(locks, candidate)
+        if lock is None:
+            continue
+        if port_problem(candidate, opener=opener) is None:
+            log.info("ports %d-%d are all taken; using OS-assigned port %d", low, high, candidate)
+            return lock
+        lock.release()
+    raise BridgeUsageError(
+        f"No free port: every port in {low}-{high} is taken and no OS-assigned port could be "
+        "claimed. Stop instances you no longer need, or widen launch.portRange in "
+        f"{decl.path}.")
+
+
+__all__ = ["claim_port", "port_problem", "usable_locks_dir"]

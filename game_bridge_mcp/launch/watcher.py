@@ -1,0 +1,198 @@
+"""The reaper that outlives a SIGKILLed bridge: reaps what the bridge launched, then exits.
+
+A bridge that is SIGKILLed (or crashes past its ``finally``) runs no cleanup, and its
+games would be left running on the desktop. So at its first launch the bridge starts this
+small process in its own session, with a pipe from the bridge as its stdin, and writes a
+record for each launch (pid, creation time, process group, environment marker) and each
+descendant it later sees. When the pipe reaches EOF, because the bridge exited for any
+reason, the watcher reaps exactly what the records name and exits:
+
+    bridge ──pipe (records)──▶ watcher          (own session: immune to the bridge's
+       │                          │               group signals and terminal Ctrl-C)
+       └─ spawns ─▶ game tree     └─ on EOF: SIGTERM, then SIGKILL, each guarded by
+                                     (pid, create_time); group only while a verified
+                                     member lives; marker search for setsid escapees
+
+A bridge that exits normally has already stopped its instances and written ``forget``
+records, so on EOF there is nothing left and the watcher just exits. Records are JSON
+lines: ``{"op": "launch", "id", "pid", "ctime", "pgid", "marker"}``,
+``{"op": "expect", "id", "marker"}`` (sent before the spawn, so even a bridge killed
+between spawn and record leaves a findable marker), ``{"op": "child", "id", "pid",
+"ctime"}`` and ``{"op": "forget", "id"}``.
+
+Runnable as ``python -m game_bridge_mcp.launch.watcher`` or as ``python <path>/watcher.py`` (how
+the launcher starts it, so it works when the package is vendored under another name).
+It never writes to stdout and never signals anything it was not told about.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    # Run as a file: its own directory is sys.path[0]; drop it so sibling modules can
+    # never shadow the standard library.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == _here:
+        del sys.path[0]
+
+import argparse
+import importlib.util
+import json
+import logging
+import select
+import signal
+import threading
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger("game_bridge_mcp.watcher")
+
+#: How long the watcher waits between SIGTERM and SIGKILL once the bridge has gone.
+TERM_GRACE_S = 1.0
+#: How often it checks that the bridge still lives (in case the pipe was inherited).
+BRIDGE_CHECK_S = 1.0
+
+
+def _load_procs() -> ModuleType:
+    """The sibling ``procs`` module, by package when possible, else by file path."""
+    if __package__:
+        return importlib.import_module(".procs", __package__)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procs.py")
+    spec = importlib.util.spec_from_file_location("_game_bridge_procs", path)
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+class Records:
+    """What the bridge has told this watcher is still running."""
+
+    def __init__(self, procs: ModuleType) -> None:
+        self.procs = procs
+        self.trees: dict[str, Any] = {}
+        self.markers: dict[str, str] = {}
+
+    def apply(self, record: dict) -> None:
+        op = record.get("op")
+        ident = str(record.get("id", ""))
+        if not ident:
+            return
+        procs = self.procs
+        if op == "expect":
+            self.markers[ident] = str(record.get("marker", ""))
+        elif op == "launch":
+            leader = procs.ProcRef(int(record["pid"]), float(record["ctime"]))
+            marker = str(record.get("marker", ""))
+            self.markers[ident] = marker
+            self.trees[ident] = procs.Tree(leader=leader, pgid=int(record.get("pgid", leader.pid)),
+                                           marker=marker, known=set())
+        elif op == "child" and ident in self.trees:
+            self.trees[ident].add([procs.ProcRef(int(record["pid"]), float(record["ctime"]))])
+        elif op == "forget":
+            self.trees.pop(ident, None)
+            self.markers.pop(ident, None)
+
+    def reap(self, term_s: float = TERM_GRACE_S) -> int:
+        """Terminate then kill everything recorded; return how many trees had survivors."""
+        procs = self.procs
+        trees = list(self.trees.values())
+        for ident, marker in self.markers.items():
+            if ident not in self.trees and marker:
+                # Spawned, but the bridge died before it could say so: the marker finds it.
+                found = procs.find_marked(marker)
+                if found:
+                    trees.append(procs.Tree(leader=found[0], pgid=-1, marker=marker, known=set(found)))
+        results: list[str | None] = []
+
+        def reap_one(tree: Any) -> None:
+            how, survivors = procs.reap_tree(tree, term_s=term_s, kill_s=0.5)
+            results.append(how)
+            if how is not None:
+                log.info("reaped launch %s (%s)%s", tree.marker, how,
+                         f", survivors {[r.pid for r in survivors]}" if survivors else "")
+
+        # One thread per tree, so one game that ignores SIGTERM does not delay the rest.
+        threads = [threading.Thread(target=reap_one, args=(tree,), daemon=True) for tree in trees]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=term_s + 5.0)
+        reaped = sum(1 for how in results if how is not None)
+        return reaped
+
+
+def _bridge_alive(procs: ModuleType, pid: int | None, ctime: float | None) -> bool:
+    if pid is None:
+        return True
+    if ctime is None:
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+    return bool(procs.is_alive(procs.ProcRef(pid, ctime)))
+
+
+def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: float | None) -> None:
+    """Read records from ``fd`` until EOF (or the bridge is gone), then reap."""
+    buffer = b""
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], BRIDGE_CHECK_S)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries, but be safe
+            continue
+        if not ready:
+            if not _bridge_alive(records.procs, bridge_pid, bridge_ctime):
+                log.info("bridge %s is gone but the pipe is still open; reaping", bridge_pid)
+                break
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    records.apply(record)
+            except (ValueError, KeyError, TypeError):
+                log.warning("ignored a malformed record: %r", line[:200])
+    records.reap()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="game_bridge_mcp.watcher", description=(
+        "Reap the processes a game-bridge launched once the bridge's pipe closes. "
+        "Started by the bridge; not for interactive use."))
+    parser.add_argument("--bridge-pid", type=int, default=None)
+    parser.add_argument("--bridge-ctime", type=float, default=None)
+    parser.add_argument("--log", default=None, help="append diagnostics to this file")
+    args = parser.parse_args(argv)
+    if args.log:
+        logging.basicConfig(filename=args.log, level=logging.INFO,
+                            format="%(asctime)s watcher[%(process)d] %(message)s")
+    for name in ("SIGINT", "SIGHUP", "SIGPIPE"):  # only EOF (or SIGKILL) ends a watcher
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    procs = _load_procs()
+    try:
+        run(sys.stdin.fileno(), Records(procs), bridge_pid=args.bridge_pid, bridge_ctime=args.bridge_ctime)
+    except Exception:  # pragma: no cover - last resort: log, never leave a traceback on a tty
+        log.exception("watcher failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

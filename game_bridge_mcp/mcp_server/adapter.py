@@ -1,0 +1,368 @@
+"""The MCP adapter: the only module that imports the MCP SDK.
+
+It wraps the synchronous Bridge behind the SDK's low-level server, which gives exact
+control over schemas, results and errors on both SDK majors (1.x decorators, 2.x
+constructor handlers). Blocking work never runs on the event loop: every tool call runs
+in a worker thread, so a slow game on one port never stalls calls to another.
+
+Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
+descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
+print, a launched game) can ever reach the protocol stream. The protocol's lines are read
+and written on the event loop (``pipes.py``), not through a worker thread each. Shutdown
+has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
+(which reaps launched instances) and then the process exits.
+"""
+
+from __future__ import annotations
+
+# SDK models are built with camelCase keywords, which 1.x requires and 2.x accepts (its
+# stubs name only the snake_case fields), and the 1.x decorator API is absent from 2.x's
+# stubs: the two error codes below are the price of one adapter for both majors.
+# mypy: disable-error-code="call-arg,attr-defined"
+
+import functools
+import gc
+import inspect
+import io
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, Callable, Sequence
+
+# Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
+# the cyclic collector would run dozens of passes over them meanwhile, for nothing
+# (about 60 ms of a 600-800 ms start). Paused for the imports only.
+_gc_was_enabled = gc.isenabled()
+gc.disable()
+try:
+    import anyio
+    import anyio.lowlevel
+    import anyio.to_thread
+    import mcp.types as types
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.stdio import stdio_server
+finally:
+    if _gc_was_enabled:
+        gc.enable()
+
+from .._version import __version__
+from ..core.bridge import Bridge
+from ..core.composites import Composite
+from ..config import Config
+from ..errors import BridgeError
+from .pipes import loop_streams
+from ..core.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef
+
+log = logging.getLogger("game_bridge_mcp")
+
+_SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
+#: Results larger than this carry text only (no duplicate structuredContent).
+STRUCTURED_LIMIT = 256 * 1024
+STRUCTURED_DEPTH = 64
+EAGER_PREFIX = "p"
+#: How often --eager re-reads manifests and looks for new instances.
+EAGER_REFRESH_S = 2.0
+
+
+def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
+          schema: dict | None = None) -> types.Tool:
+    return types.Tool(name=name or defn.name, title=defn.title, description=description or defn.description,
+                      inputSchema=schema or defn.input_schema,
+                      annotations=types.ToolAnnotations(**defn.annotations()))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _nests_within(value: Any, limit: int) -> bool:
+    """True when ``value`` has no containers nested deeper than ``limit`` (iterative, so a
+    hostile document cannot exhaust the stack here either)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return False
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
+def result_of(value: dict[str, Any]) -> types.CallToolResult:
+    text = _dumps(value)
+    # structuredContent duplicates the text, so only for answers of a sane size and depth:
+    # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
+    structured = (value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict)
+                  and _nests_within(value, STRUCTURED_DEPTH) else None)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structuredContent=structured, isError=False)
+
+
+def error_result(exc: BaseException) -> types.CallToolResult:
+    if isinstance(exc, BridgeError):
+        text, data = exc.render(), exc.to_dict()
+    elif isinstance(exc, RecursionError):
+        text = "NotAGameSurface: The game's answer is nested too deeply to handle; the bridge ignored it."
+        data = {"error": "NotAGameSurface"}
+    else:
+        log.error("internal error", exc_info=exc)
+        text = (f"InternalError: {type(exc).__name__}: {str(exc)[:500]}. This is a bug in game-bridge-mcp; "
+                "the server keeps serving. Details are on its stderr.")
+        data = {"error": "InternalError"}
+    try:
+        if len(_dumps(data)) > STRUCTURED_LIMIT or not _nests_within(data, STRUCTURED_DEPTH):
+            data = {"error": data.get("error")}
+    except (TypeError, ValueError, RecursionError):
+        data = {"error": data.get("error")}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structuredContent=data, isError=True)
+
+
+def _with_tools_changed(original: Callable[..., Any], notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+    return original(NotificationOptions(tools_changed=True), *args, **kwargs)
+
+
+class BridgeServer:
+    """The SDK server around one Bridge: the tool list, dispatch, progress, list_changed."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.eager = bridge.config.eager
+        self._limiter = anyio.CapacityLimiter(64)
+        self._session: Any = None
+        self._token: Any = None
+        self._eager_tools: dict[str, tuple[int, str]] = {}
+        if self.eager:
+            bridge.on_manifest_change = self._manifest_changed
+        if _SDK2:
+            self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
+                                 on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2)
+        else:
+            self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS)
+            self.server.list_tools()(self._list_tools_v1)
+            self.server.call_tool(validate_input=False)(self._call_tool_v1)
+        if self.eager:  # advertise tools.listChanged however the server is run (stdio or in-memory)
+            original = self.server.create_initialization_options
+            self.server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+                _with_tools_changed, original)
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=self.eager))
+
+
+    # ------------------------------------------------------------------ tool list
+    async def list_tools(self) -> list[types.Tool]:
+        tools = [_tool(t) for t in TOOLS]
+        if self.eager:
+            tools += await anyio.to_thread.run_sync(self._eager_tool_list, limiter=self._limiter)
+        return tools
+
+    def _eager_tool_list(self) -> list[types.Tool]:
+        tools = [_tool(t) for t in BRIDGE_TOOLS]
+        mapping: dict[str, tuple[int, str]] = {}
+        for port, manifest in self.bridge.eager_targets():
+            game = manifest.game.get("name") or "game"
+            for spec in manifest.tools():
+                flat = f"{EAGER_PREFIX}{port}_{spec.name}"[:64]
+                if flat in mapping:
+                    continue
+                mapping[flat] = (port, spec.name)
+                tools.append(types.Tool(
+                    name=flat, title=f"{spec.name} on port {port}",
+                    description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
+                    inputSchema=spec.input_schema,
+                    annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
+        self._eager_tools = mapping
+        return tools
+
+    def _manifest_changed(self, port: int) -> None:
+        session, token = self._session, self._token
+        if session is None or token is None:
+            return
+        try:
+            anyio.from_thread.run(session.send_tool_list_changed, token=token)
+        except Exception:
+            log.debug("could not send tools/list_changed", exc_info=True)
+
+    def refresh_eager(self) -> None:
+        """One refresh cycle of --eager (a worker thread runs it every EAGER_REFRESH_S):
+        re-read every advertised game's manifest (a change fires list_changed through the
+        Bridge's hook) and announce instances that appeared or went away."""
+        before = set(self._eager_tools)
+        for port in sorted({p for p, _ in self._eager_tools.values()}):
+            try:
+                self.bridge.manifest(port, refresh=True, timeout_ms=1000)
+            except BridgeError:
+                self.bridge.forget(port)
+        ports_now = {port for port, _ in self.bridge.eager_targets()}
+        if ports_now != {p for p, _ in self._eager_tools.values()} or not before:
+            self._eager_tool_list()
+            if set(self._eager_tools) != before:
+                self._manifest_changed(0)
+
+    async def eager_loop(self) -> None:
+        while True:
+            await anyio.sleep(EAGER_REFRESH_S)
+            try:
+                await anyio.to_thread.run_sync(self.refresh_eager, limiter=self._limiter, abandon_on_cancel=True)
+            except Exception:
+                log.debug("eager refresh failed", exc_info=True)
+
+    # ------------------------------------------------------------------ calls
+    def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
+        """Runs in a worker thread."""
+        if self.eager and name not in {t.name for t in TOOLS}:
+            if name in {t.name for t in BRIDGE_TOOLS}:
+                return self.bridge.call_tool(name=name, arguments=arguments, port=None)
+            target = self._eager_tools.get(name)
+            if target is not None:
+                port, tool = target
+                return self.bridge.call_tool(name=tool, arguments=arguments, port=port)
+        return self.bridge.run_tool(name, arguments, progress=progress)
+
+    async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
+        self._session = session
+        progress = None
+        if progress_token is not None and session is not None:
+            token = anyio.lowlevel.current_token()
+
+            def progress(done: float, total: float | None, message: str) -> None:
+                try:
+                    anyio.from_thread.run(functools.partial(
+                        session.send_progress_notification, progress_token, float(done),
+                        float(total) if total is not None else None, message or None), token=token)
+                except Exception:
+                    log.debug("progress notification failed", exc_info=True)
+
+        try:
+            value = await anyio.to_thread.run_sync(
+                functools.partial(self.dispatch, name, arguments or {}, progress),
+                limiter=self._limiter, abandon_on_cancel=True)
+            return result_of(value)
+        except Exception as exc:  # every failure becomes a result; the server keeps serving
+            return error_result(exc)
+
+    # ------------------------------------------------------------------ SDK glue
+    async def _list_tools_v1(self) -> list[types.Tool]:
+        self._remember_session(getattr(self.server.request_context, "session", None))
+        return await self.list_tools()
+
+    async def _call_tool_v1(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        ctx = self.server.request_context
+        meta = getattr(ctx, "meta", None)
+        token = getattr(meta, "progressToken", None) if meta is not None else None
+        self._remember_session(ctx.session)
+        return await self.call_tool(name, arguments, ctx.session, token)
+
+    async def _on_list_tools_v2(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self._remember_session(ctx.session)
+        return types.ListToolsResult(tools=await self.list_tools())
+
+    async def _on_call_tool_v2(self, ctx: Any, params: Any) -> types.CallToolResult:
+        meta = ctx.meta
+        token = None
+        if isinstance(meta, dict):
+            token = meta.get("progress_token", meta.get("progressToken"))
+        elif meta is not None:
+            token = getattr(meta, "progress_token", None) or getattr(meta, "progressToken", None)
+        self._remember_session(ctx.session)
+        return await self.call_tool(params.name, params.arguments, ctx.session, token)
+
+    def _remember_session(self, session: Any) -> None:
+        if session is not None:
+            self._session = session
+            try:
+                self._token = anyio.lowlevel.current_token()
+            except RuntimeError:
+                pass
+
+    async def run(self, read_stream: Any, write_stream: Any) -> None:
+        self._token = anyio.lowlevel.current_token()
+        async with anyio.create_task_group() as tasks:
+            if self.eager:
+                tasks.start_soon(self.eager_loop)
+            await self.server.run(read_stream, write_stream, self.initialization_options())
+            tasks.cancel_scope.cancel()
+
+
+def build_server(config: Config, *, composites: Sequence[Composite] = (), bridge: Bridge | None = None) -> BridgeServer:
+    """The SDK server for a config (used by tests with the SDK's in-memory transport)."""
+    return BridgeServer(bridge or Bridge(config, composites=composites))
+
+
+# ---------------------------------------------------------------------- stdio
+def _claim_stdio() -> tuple[Any, Any]:
+    """Keep the protocol's fds private; point fd 0 at /dev/null and fd 1 at stderr."""
+    sys.stdout.flush()
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    streams = loop_streams(proto_in, proto_out)  # read and written on the event loop: no thread per line
+    if streams is not None:
+        return streams
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_in, "rb", buffering=0), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_out, "wb", buffering=0), encoding="utf-8", write_through=True))
+    return stdin, stdout
+
+
+def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
+    """Serve over stdio until stdin closes or SIGINT/SIGTERM/SIGHUP arrives, then reap what
+    was launched. A signal always ends the process (exit code 128 + the signal number);
+    stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=os.environ.get("GAME_BRIDGE_LOG", "WARNING").upper(),
+                            format="game-bridge-mcp: %(levelname)s %(name)s: %(message)s")
+    bridge = Bridge(config, composites=composites)
+    app = BridgeServer(bridge)
+    stdin, stdout = _claim_stdio()
+    # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
+    # as long as the process: keep it out of the collector's full passes, which otherwise
+    # rescan it while a large /state is parsed and digested.
+    gc.freeze()
+    finished = threading.Lock()
+
+    def finish(code: int) -> int:
+        """The one shutdown path: reap launched instances, flush, exit."""
+        with finished:
+            try:
+                bridge.shutdown()
+            finally:
+                sys.stderr.flush()
+                if exit_process or code != 0:
+                    os._exit(code)
+        return code
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("signal %s: shutting down", signum)
+                # The SDK's stdin reader is a thread that cannot be cancelled: do not unwind,
+                # finish from here (in a thread, so the loop stays responsive meanwhile).
+                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            if threading.current_thread() is threading.main_thread():
+                tasks.start_soon(watch_signals)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await app.run(read_stream, write_stream)
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
+        log.exception("server stopped by an error")
+        return finish(1)
+    return finish(0)

@@ -1,0 +1,163 @@
+"""The instance registry, as the bridge reads it: one small JSON file per running game.
+
+A game that has bound its debug port writes ``<dir>/<pid>.json`` naming itself, so a
+bridge can find it without guessing ports. The file is *advertising*, never truth: a
+crash or a force-kill leaves it behind, a hostile or confused process may write
+anything into it, and a game still binding its port looks exactly like a dead one.
+
+So the registry does a few small, careful things and nothing else, in three modules:
+
+* **One entry** (:mod:`.registry_entry`): where the directory is, the value types, and
+  validating and reading one file without trusting it.
+* **Reading** (here, :func:`read_registry`) turns the directory into typed
+  :class:`RegistryEntry` values plus a :class:`RegistryProblem` for every file that
+  could not be used, with the reason. It never connects anywhere, never deletes
+  anything and never raises for bad input: verifying entries against the live port is
+  :mod:`game_bridge_mcp.discovery`'s job. :func:`prune_entry` deletes a stale entry
+  only when discovery asks and its pid is gone.
+* **Writing** (:mod:`.registration`, :func:`register_instance`) is for games written
+  in Python; it runs inside the game, so it lives apart and never raises.
+
+Every registry name is importable from here. Standard library plus optional psutil
+(for :func:`pid_alive`); the writer's modules need only the standard library.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .writer import Registration, entry_document, register_instance  # noqa: F401
+from .entry import (DEFAULT_MAX_BYTES, InvalidEntry, RegistryEntry, RegistryProblem,
+                             is_loopback_literal, load_entry)
+from .entry import DEFAULT_HOME_DIRNAME, ENV_HOME, ENV_INSTANCES, INSTANCES_DIRNAME  # noqa: F401
+from .entry import MAX_FIELD_CHARS, parse_entry, registry_dir, registry_home  # noqa: F401
+
+try:  # psutil is a dependency of the bridge, but a vendored copy must not need it.
+    import psutil as _psutil
+except ImportError:  # pragma: no cover - exercised only where psutil is missing
+    _psutil = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+#: Most entry files read from one directory: a registry is a handful of tiny files;
+#: anything beyond is hostile.
+DEFAULT_MAX_FILES = 500
+
+
+@dataclass
+class RegistryScan:
+    """What :func:`read_registry` found: usable entries, unusable files with reasons,
+    entries skipped because their host is not a loopback address, and a note when the
+    directory itself could not be read (missing is normal, not an error)."""
+
+    directory: Path
+    entries: list[RegistryEntry] = field(default_factory=list)
+    problems: list[RegistryProblem] = field(default_factory=list)
+    ignored_hosts: list[RegistryProblem] = field(default_factory=list)
+    note: str | None = None
+
+
+# --------------------------------------------------------------------------- reading
+
+def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> RegistryScan:
+    """Read every ``*.json`` entry in ``directory``; never raises for what is found there.
+
+    Hidden files (the writer's temporaries start with a dot) and other names are
+    skipped silently. A missing or unreadable directory gives an empty scan with a
+    ``note``. Each unusable file becomes a problem with a reason; an entry whose
+    ``host`` is not a loopback IP literal lands in ``ignored_hosts``, so nothing is
+    ever contacted on its say-so.
+    """
+    directory = Path(directory)
+    scan = RegistryScan(directory=directory)
+    try:
+        with os.scandir(directory) as it:
+            names = sorted(e.name for e in it
+                           if e.name.endswith(".json") and not e.name.startswith("."))
+    except FileNotFoundError:
+        scan.note = "the registry directory does not exist (no instance has registered yet)"
+        return scan
+    except NotADirectoryError:
+        scan.note = "the registry path is not a directory"
+        return scan
+    except OSError as exc:
+        scan.note = f"the registry directory cannot be read ({exc.strerror or exc})"
+        return scan
+    if len(names) > max_files:
+        scan.problems.append(RegistryProblem(
+            directory, f"holds {len(names)} entry files; read only the first {max_files} "
+                       "(is something writing entries in a loop?)"))
+        names = names[:max_files]
+    for name in names:
+        path = directory / name
+        try:
+            entry = load_entry(path, max_bytes=max_bytes)
+        except InvalidEntry as bad:
+            scan.problems.append(RegistryProblem(path, bad.reason, bad.port, bad.pid, bad.host))
+            continue
+        if not is_loopback_literal(entry.host):
+            scan.ignored_hosts.append(RegistryProblem(
+                path, f"host {entry.host!r} is not a loopback IP literal; the bridge only talks "
+                      "to 127.0.0.1/::1 and made no connection",
+                entry.port, entry.pid, entry.host))
+            continue
+        scan.entries.append(entry)
+    return scan
+
+
+# --------------------------------------------------------------------------- liveness and pruning
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a zombie counts; pid reuse cannot be
+    ruled out from here, which is one more reason entries are only advisory)."""
+    if pid <= 0:
+        return False
+    if _psutil is not None:
+        try:
+            return bool(_psutil.pid_exists(pid))
+        except Exception:  # pragma: no cover - psutil internals on odd platforms
+            return True
+    try:  # pragma: no cover - fallback without psutil
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def prune_entry(entry: RegistryEntry) -> bool:
+    """Delete a stale entry's file, but only if it still says what it said when read
+    (same pid and port) and its pid is not alive. The caller has already verified the
+    port is quiet. Returns True when the file was deleted; never raises."""
+    try:
+        current = load_entry(entry.path)
+    except InvalidEntry as bad:
+        log.debug("not pruning %s: %s", entry.path, bad.reason)
+        return False
+    except Exception:  # pragma: no cover - defensive: pruning must never break a listing
+        log.debug("not pruning %s", entry.path, exc_info=True)
+        return False
+    if current.pid != entry.pid or current.port != entry.port:
+        log.debug("not pruning %s: it changed since it was read", entry.path)
+        return False
+    if pid_alive(entry.pid):
+        log.debug("not pruning %s: pid %d is alive", entry.path, entry.pid)
+        return False
+    try:
+        os.unlink(entry.path)
+    except OSError as exc:
+        log.debug("could not prune %s: %s", entry.path, exc)
+        return False
+    return True
+
+__all__ = [
+    "ENV_HOME", "ENV_INSTANCES", "InvalidEntry", "Registration", "RegistryEntry", "RegistryProblem",
+    "RegistryScan", "entry_document", "is_loopback_literal", "load_entry", "parse_entry",
+    "pid_alive", "prune_entry", "read_registry", "register_instance", "registry_dir",
+    "registry_home",
+]

@@ -1,0 +1,445 @@
+"""GameClient: one game instance's HTTP surface, and the command-then-confirm cycle.
+
+``/command`` is fire-and-forget: the game answers when the command is *queued* and
+applies it later on its own thread. ``command_and_sync`` therefore notes the returned
+``commandId`` and polls until the game reports ``completedCommandId >= commandId``, so
+the state it returns is genuinely the world after the command. Without
+``completedCommandId`` it waits for ``frame`` to advance by two and says so
+(``confirmation: "frames-advanced"``).
+
+How it polls (adaptive, so a confirmation arrives within about a millisecond of the game
+applying the command, with a few tiny requests, without hammering a game whose
+``/state`` is megabytes):
+
+* **When to ask.** The game applies a queued command on its next frame, so the client
+  learns when this game's frames start (:class:`~game_bridge_mcp.frames.FrameClock`, fed
+  the ``frame`` of every answer) and sleeps until just before the next one instead of
+  polling meanwhile; around the predicted start it polls back to back for a moment.
+  Until a game's frames are learned (or when a game stalls and a prediction proves
+  wrong) it polls at once, then at intervals growing from 0.2 ms to 2 ms.
+* **What to ask.** If the game publishes ``completedCommandId`` in ``/health`` (the game
+  kit does), it polls the tiny ``/health`` and fetches ``/state`` once, when the command
+  is done. Otherwise, once the game's frames are known to advance, or when ``/state`` is
+  expensive (its last fetch took 2 ms or more), it polls ``/health`` until a frame after
+  the command's (and after the last ``/state``) has begun, and only then fetches
+  ``/state``; a cheap ``/state`` of a game not yet learned is polled directly.
+* **How to ask.** The command and its polls share one kept-alive connection (a fresh
+  loopback connection costs about as much again as the request), closed when the
+  call ends; see ``transport.KeepAliveSession``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import math
+import threading
+import time
+import urllib.parse
+from typing import Any, Callable, Iterator, Mapping
+
+from ..errors import BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
+from .frames import FrameClock
+from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
+                        TransportError, decode_json, loopback_opener)
+
+#: Poll intervals (seconds): the first poll is immediate, then these grow to the cap.
+FIRST_INTERVAL_S = 0.0002
+MAX_CHEAP_INTERVAL_S = 0.002
+#: A /state fetch slower than this is "expensive": poll /health first.
+CHEAP_STATE_S = 0.002
+#: The longest wait for a predicted frame start (a slow loop gets an extra poll instead).
+MAX_FRAME_WAIT_S = 0.05
+#: After a frame that follows the command begins, keep polling at short intervals for
+#: this long (at most half a frame): a game may apply commands a little into its frame.
+SETTLE_S = 0.002
+#: Around a predicted frame start, poll back to back for at most this long (or a quarter
+#: frame) before backing off: the frame is due, and each poll is a fraction of a millisecond.
+BURST_S = 0.001
+#: How early to poll before a predicted frame start: about one poll's round trip, so the
+#: poll reaches the game as the frame begins (and a poll that lands just before it
+#: re-measures the frame's start).
+MIN_LEAD_S = 0.00005
+MAX_LEAD_S = 0.00015
+
+
+def _format_arg(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _health_prefix(endpoint: str) -> str:
+    """NotAGameSurface's /health wording does not name the request; other paths' does."""
+    return "GET /health " if endpoint == "/health" else ""
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+class GameClient:
+    """The HTTP surface of one game instance on loopback."""
+
+    def __init__(self, port: int, *, host: str = "127.0.0.1", timeout_ms: int = 5000,
+                 opener: Opener | None = None, launch_hint: str | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise BridgeUsageError(f"Host {host!r} is not a loopback IP address; the bridge only talks to games on this machine.")
+        if isinstance(port, str) and port.strip().isdigit():
+            port = int(port)
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            # getaddrinfo wraps 70000 to 4464: a bad port must never reach a socket.
+            raise BridgeUsageError(f"Port {port!r} is not a TCP port; use a number in 1-65535.", port=port)
+        self.port = int(port)
+        self.host = host
+        self.base_url = f"http://{host if ':' not in host else '[' + host + ']'}:{self.port}"
+        self.timeout_ms = int(timeout_ms)
+        self.launch_hint = launch_hint
+        self._open: Opener = opener or loopback_opener
+        self._clock = clock
+        self._sleep = sleep
+        #: Learned about this game: does /health carry completedCommandId? what does /state
+        #: (and /health) cost? when do its frames start? does it apply commands between frames?
+        self.health_has_completed_id: bool | None = None
+        self.state_cost_s: float = 0.0
+        self.health_cost_s: float = 0.0
+        self.frames = FrameClock()
+        self.applies_between_frames = False
+        self._local = threading.local()
+        #: Counters for benchmarks and diagnostics.
+        self.stats: dict[str, int] = {"requests": 0, "bytes": 0, "stateFetches": 0}
+        self._stats_lock = threading.Lock()
+
+    # ----------------------------------------------------------------- plumbing
+    @contextlib.contextmanager
+    def keep_alive(self) -> Iterator[None]:
+        """Requests this thread makes inside share one kept-alive connection (see
+        ``transport.KeepAliveSession``) when the client uses the default transport; an
+        injected opener is used as it is. ``command_and_sync`` runs inside one."""
+        if self._open is not loopback_opener or getattr(self._local, "opener", None) is not None:
+            yield
+            return
+        session = KeepAliveSession()
+        self._local.opener = session
+        try:
+            yield
+        finally:
+            self._local.opener = None
+            session.close()
+
+    def _observe(self, doc: Any, sent: float, arrived: float) -> None:
+        """Feed the frame an answer reported to the frame clock (``sent``: when the
+        request went out; ``arrived``: when the answer was in, before decoding it)."""
+        frame = _as_int(doc.get("frame")) if isinstance(doc, dict) else None
+        if frame is not None:
+            self.frames.observe(frame, sent, arrived)
+
+    def _request(self, path: str, *, timeout_s: float, max_bytes: int) -> HttpResponse:
+        opener = getattr(self._local, "opener", None) or self._open
+        try:
+            response = opener(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes)
+        except TransportError as exc:
+            raise self._translate(exc, path, timeout_s) from None
+        except OSError as exc:  # an injected opener may raise plain socket errors
+            raise GameOffline(self.port, launch_hint=self.launch_hint, detail=f"GET {path}: {exc}") from None
+        with self._stats_lock:
+            self.stats["requests"] += 1
+            self.stats["bytes"] += len(response.body)
+        if 300 <= response.status < 400:
+            location = response.headers.get("location", "")
+            endpoint = path.split("?")[0]
+            raise NotAGameSurface(self.port, f"{_health_prefix(endpoint)}answered with a redirect (HTTP {response.status} to {location[:200]!r}); the bridge never follows redirects", path=endpoint)
+        return response
+
+    def _translate(self, exc: TransportError, path: str, timeout_s: float) -> Exception:
+        endpoint = path.split("?")[0]
+        if exc.kind == "refused":
+            return GameOffline(self.port, launch_hint=self.launch_hint)
+        if exc.kind == "timeout":
+            return GameOffline(
+                self.port,
+                f"Port {self.port} accepted the connection but GET {endpoint} did not complete "
+                f"within {timeout_s * 1000:.0f}ms: the game is frozen, stopped in a debugger, or "
+                "too busy to answer. Try again, or raise --timeout.", suggest_start=False)
+        if exc.kind == "reset":
+            return GameOffline(
+                self.port,
+                f"The connection to port {self.port} broke during GET {endpoint} ({exc.detail}): "
+                "the game may have crashed or be restarting.", launch_hint=self.launch_hint)
+        return NotAGameSurface(self.port, f"{_health_prefix(endpoint)}gave an unusable answer: {exc.detail}", path=endpoint)
+
+    def _json(self, response: HttpResponse, path: str) -> Any:
+        try:
+            return decode_json(response.body)
+        except ValueError as exc:
+            raise NotAGameSurface(self.port, f"answered HTTP {response.status} with a body that {exc}", path=path) from None
+
+    def _timeout_s(self, timeout_ms: int | None) -> float:
+        return (self.timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+
+    # ----------------------------------------------------------------- endpoints
+    def health(self, *, timeout_ms: int | None = None) -> dict:
+        """``GET /health``; raises GameOffline or NotAGameSurface."""
+        sent = self._clock()
+        response = self._request("/health", timeout_s=self._timeout_s(timeout_ms), max_bytes=HEALTH_MAX_BYTES)
+        arrived = self._clock()
+        if response.status != 200:
+            raise NotAGameSurface(self.port, f"GET /health returned HTTP {response.status}")
+        try:
+            body = decode_json(response.body)
+        except ValueError as exc:
+            raise NotAGameSurface(self.port, f"GET /health answered with a body that {exc}") from None
+        if not isinstance(body, dict) or body.get("ok") is not True:
+            shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
+            raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
+        self.health_has_completed_id = _as_int(body.get("completedCommandId")) is not None
+        self.health_cost_s = arrived - sent
+        self._observe(body, sent, arrived)
+        return body
+
+    def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+        """``GET /state`` as a dict (a game that answers something else breaks the contract)."""
+        started = self._clock()
+        response = self._request("/state", timeout_s=self._timeout_s(timeout_ms), max_bytes=max_bytes)
+        arrived = self._clock()
+        if response.status != 200:
+            raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/state")
+        body = self._json(response, "/state")
+        self.state_cost_s = self._clock() - started
+        self._observe(body, started, arrived)
+        with self._stats_lock:
+            self.stats["stateFetches"] += 1
+        if not isinstance(body, dict):
+            raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/state")
+        return body
+
+    def tools(self, *, timeout_ms: int | None = None) -> Any | None:
+        """``GET /tools``: the raw manifest document, or None when the game answers 404."""
+        response = self._request("/tools", timeout_s=self._timeout_s(timeout_ms), max_bytes=8 * 1024 * 1024)
+        if response.status in (404, 501):
+            return None
+        if response.status != 200:
+            raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/tools")
+        return self._json(response, "/tools")
+
+    def command(self, cmd: str, args: Mapping[str, Any] | None = None, *,
+                timeout_ms: int | None = None) -> dict:
+        """``GET /command?cmd=...&arg=...``: the raw answer (queued, not yet applied).
+
+        Raises BridgeUsageError when the game rejects the command (its answer is kept in
+        the error's fields, ``answer``)."""
+        if not isinstance(cmd, str) or not cmd:
+            raise BridgeUsageError("A command name must be a non-empty string.")
+        query: list[tuple[str, str]] = [("cmd", cmd)]
+        for key, value in (args or {}).items():
+            if key == "cmd":
+                raise BridgeUsageError("An argument may not be called 'cmd': the contract uses that key for the command name.")
+            query.append((str(key), _format_arg(value)))
+        path = "/command?" + urllib.parse.urlencode(query)
+        sent = self._clock()
+        response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=1024 * 1024)
+        arrived = self._clock()
+        try:
+            body = decode_json(response.body)
+        except ValueError as exc:
+            if response.status != 200:
+                raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/command") from None
+            raise NotAGameSurface(self.port, f"answered with a body that {exc}", path="/command") from None
+        if not isinstance(body, dict):
+            raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/command")
+        if body.get("accepted") is False or response.status != 200:
+            reason = body.get("error") or body.get("message") or body.get("reason") or f"HTTP {response.status}"
+            raise BridgeUsageError(
+                f"The game on port {self.port} rejected command '{cmd}': {str(reason)[:300]}.",
+                port=self.port, command=cmd, rejected=True, answer=body)
+        self._observe(body, sent, arrived)
+        return body
+
+    # ----------------------------------------------------------------- confirm
+    def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
+                         timeout_ms: int | None = None, sync: bool = True) -> dict:
+        """Queue a command and wait until the game has applied it.
+
+        Returns ``{"answer", "commandId", "confirmation", "state"}`` where ``state`` is a
+        ``/state`` snapshot taken after the command ran (None when ``sync`` is False,
+        ``confirmation: "not-waited"``)."""
+        total_ms = self.timeout_ms if timeout_ms is None else int(timeout_ms)
+        deadline = self._clock() + total_ms / 1000.0
+        with self.keep_alive():
+            answer = self.command(cmd, args, timeout_ms=total_ms)
+            command_id = _as_int(answer.get("commandId"))
+            queued_frame = _as_int(answer.get("frame"))
+            if not sync:
+                return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
+            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer)
+
+    def _remaining_ms(self, deadline: float) -> int:
+        # Rounded up, so a poll that times out has always reached the command's deadline
+        # (rounded down, it could end just before it and surface as GameOffline).
+        return max(1, math.ceil((deadline - self._clock()) * 1000))
+
+    def _confirm(self, cmd: str, command_id: int | None, queued_frame: int | None,
+                 deadline: float, total_ms: int, answer: dict) -> dict:
+        interval = 0.0
+        last: dict = {}
+        base_frame = queued_frame
+        plan = self._frame_plan(queued_frame, self._clock())
+        if plan is not None:  # the command runs on a later frame: no use asking sooner
+            self._sleep(max(0.0, min(plan[0], deadline) - self._clock()))
+        while True:
+            try:
+                state = self._next_state(command_id, base_frame, deadline, _as_int(last.get("frame")))
+            except GameOffline:
+                if self._clock() < deadline:
+                    raise
+                state = None  # the poll ran into the command's own deadline: a CommandTimeout
+            if state is not None:
+                last = state
+                completed = _as_int(state.get("completedCommandId"))
+                frame = _as_int(state.get("frame"))
+                if base_frame is not None and frame is not None and frame < base_frame:
+                    raise CommandTimeout(self.port, cmd, total_ms, message=(
+                        f"The game on port {self.port} restarted (frame went back from {base_frame} "
+                        f"to {frame}) while command '{cmd}' was pending; it was probably lost. Send it again."),
+                        lastFrame=frame)
+                if command_id is not None and completed is not None:
+                    if completed >= command_id:
+                        if queued_frame is not None and frame == queued_frame:
+                            self.applies_between_frames = True  # never wait for a frame with this game
+                        return {"answer": answer, "commandId": command_id,
+                                "confirmation": "completedCommandId", "state": state}
+                elif frame is not None:
+                    if base_frame is None:
+                        base_frame = frame
+                    elif frame >= base_frame + 2:
+                        return {"answer": answer, "commandId": command_id,
+                                "confirmation": "frames-advanced", "state": state}
+                else:
+                    return {"answer": answer, "commandId": command_id,
+                            "confirmation": "unconfirmed", "state": state}
+            now = self._clock()
+            if now >= deadline:
+                raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id,
+                                     lastCompletedCommandId=_as_int(last.get("completedCommandId")),
+                                     lastFrame=_as_int(last.get("frame")))
+            pause, interval = self._next_wait(queued_frame, interval, command_id, now)
+            self._sleep(min(pause, max(0.0, deadline - now)))
+
+    def _next_wait(self, queued_frame: int | None, interval: float, command_id: int | None,
+                   now: float) -> tuple[float, float]:
+        """How long to wait before the next poll, and the interval to carry on from."""
+        backoff = min(max(interval * 2, FIRST_INTERVAL_S), self._interval_cap(command_id))
+        plan = self._frame_plan(queued_frame, now)
+        if plan is None:
+            return backoff, backoff
+        poll_at, starts, period = plan
+        if poll_at - now > backoff:
+            return poll_at - now, 0.0  # nothing changes before the next frame: sleep until just before it
+        if now < starts + min(BURST_S, period / 4):
+            return 0.0, 0.0  # the frame is due about now: poll back to back for a moment
+        return backoff, backoff  # it is late: back off as without a prediction
+
+    def _frame_plan(self, queued_frame: int | None, now: float) -> tuple[float, float, float] | None:
+        """When the frame after the newest one seen is predicted to start, and when to
+        poll for it (about one poll's round trip earlier), with the period; None when
+        there is no prediction or it should not be used."""
+        seen = self.frames.last_frame
+        period = self.frames.period_s
+        if seen is None or period is None:
+            return None
+        if queued_frame is not None and seen <= queued_frame and self.applies_between_frames:
+            return None
+        starts = self.frames.next_frame_at(seen)
+        if starts is None:
+            return None
+        if queued_frame is not None and seen > queued_frame and now - (starts - period) < min(SETTLE_S, period / 2):
+            return None  # a frame after the command has just begun: the game may still be applying it
+        if self.health_has_completed_id or self.state_cost_s >= CHEAP_STATE_S:
+            probe = self.health_cost_s
+        else:
+            probe = self.state_cost_s
+        poll_at = min(starts - min(max(probe, MIN_LEAD_S), MAX_LEAD_S), now + MAX_FRAME_WAIT_S)
+        return poll_at, starts, period
+
+    def _interval_cap(self, command_id: int | None) -> float:
+        if self.health_has_completed_id and command_id is not None:
+            # Only the tiny /health is polled and /state is fetched once, at the end:
+            # /state's cost must not slow the polls (it would delay the answer by up to 2x it).
+            return MAX_CHEAP_INTERVAL_S
+        return max(MAX_CHEAP_INTERVAL_S, 2 * self.state_cost_s)
+
+    def _next_state(self, command_id: int | None, base_frame: int | None,
+                    deadline: float, state_frame: int | None) -> dict | None:
+        """One poll step: a /state snapshot worth checking, or None (not yet).
+
+        ``state_frame`` is the frame of the last /state fetched for this command: without
+        completedCommandId in /health, /state is fetched again only once a newer frame
+        has begun."""
+        cheap = self.state_cost_s < CHEAP_STATE_S
+        if self.health_has_completed_id is None and command_id is not None:
+            self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
+        if self.health_has_completed_id and command_id is not None:
+            health = self.health(timeout_ms=self._remaining_ms(deadline))
+            completed = _as_int(health.get("completedCommandId"))
+            frame = _as_int(health.get("frame"))
+            restarted = base_frame is not None and frame is not None and frame < base_frame
+            if not restarted and (completed is None or completed < command_id):
+                return None  # a restart goes on to /state, where _confirm reports it
+        elif base_frame is not None and (not cheap or self.frames.period_s is not None):
+            # /state is expensive, or this game's frames are known to advance (so polls
+            # land near frame starts, where an early one should cost only a tiny
+            # /health): wait for a frame after the command's, and after the last /state.
+            health = self.health(timeout_ms=self._remaining_ms(deadline))
+            frame = _as_int(health.get("frame"))
+            if frame is not None and base_frame <= frame <= max(base_frame, state_frame or base_frame):
+                return None  # a frame that went back goes on to /state, where _confirm reports it
+        return self.state(timeout_ms=self._remaining_ms(deadline))
+
+    # ----------------------------------------------------------------- close
+    def port_is_quiet(self, *, timeout_ms: int = 250) -> bool:
+        """True when nothing accepts a connection on the port any more."""
+        try:
+            self._open(self.base_url + "/health", timeout=timeout_ms / 1000.0, max_bytes=HEALTH_MAX_BYTES)
+        except TransportError as exc:
+            return exc.kind == "refused"
+        except OSError:
+            return True
+        return False
+
+    def close_and_wait(self, grace_ms: int) -> bool:
+        """Send ``close`` and wait up to ``grace_ms`` for the port to go quiet.
+
+        Never waits for a completion (a closing game cannot report one). Returns True
+        when the port went quiet in time."""
+        deadline = self._clock() + grace_ms / 1000.0
+        try:
+            self.command("close", timeout_ms=max(100, min(grace_ms, self.timeout_ms)))
+        except (GameOffline, NotAGameSurface):
+            pass  # a game that drops the connection while closing is closing
+        interval = 0.002
+        while True:
+            if self.port_is_quiet(timeout_ms=max(1, min(250, int((deadline - self._clock()) * 1000)))):
+                return True
+            if self._clock() >= deadline:
+                return False
+            self._sleep(min(interval, max(0.0, deadline - self._clock())))
+            interval = min(interval * 2, 0.05)
