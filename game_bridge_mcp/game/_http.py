@@ -18,7 +18,9 @@ Why this is not a plain ``BaseHTTPRequestHandler``:
   port goes quiet at once.
 
 The routes themselves live in :mod:`game_bridge_mcp.game.kit`; this module only knows
-"a GET for a path and a query answers a status and JSON bytes".
+"a GET for a path and a query answers a status and a body": JSON bytes as a
+``(status, body)`` pair, or an :class:`Answer` for another content type or extra
+headers (an image, ``X-Game-Frame``).
 """
 
 from __future__ import annotations
@@ -29,13 +31,29 @@ import logging
 import socket
 import socketserver
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 log = logging.getLogger(__name__)
 
-#: ``route(path, query) -> (status, body_bytes)``.
-Route = Callable[[str, str], "tuple[int, bytes]"]
+JSON_TYPE = "application/json; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A route's answer when it is not plain JSON: its own content type and headers."""
+
+    status: int
+    body: bytes
+    content_type: str = JSON_TYPE
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+#: What a route answers: ``(status, json_bytes)`` or an :class:`Answer`.
+RouteAnswer = Union["tuple[int, bytes]", Answer]
+#: ``route(path, query) -> RouteAnswer``.
+Route = Callable[[str, str], RouteAnswer]
 #: How long an idle keep-alive connection is kept open.
 IDLE_TIMEOUT_S = 60.0
 
@@ -106,13 +124,16 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # pragma: no cover - not every socket family has it
             pass
 
-    def respond(self, status: int, body: bytes, *, close: bool = False) -> None:
+    def respond(self, status: int, body: bytes, *, close: bool = False,
+                content_type: str = JSON_TYPE, headers: tuple[tuple[str, str], ...] = ()) -> None:
         """Status line, headers and body in ONE write (see the module docstring)."""
         reason = self.responses.get(status, ("",))[0]
         close = close or self.close_connection
+        extra = "".join(f"{name}: {value}\r\n" for name, value in headers)
         head = (f"HTTP/1.1 {status} {reason}\r\n"
-                "Content-Type: application/json; charset=utf-8\r\n"
+                f"Content-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\n"
+                + extra +
                 "Cache-Control: no-store\r\n"
                 "X-Content-Type-Options: nosniff\r\n"
                 + ("Connection: close\r\n" if close else "")
@@ -129,11 +150,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path, _, query = self.path.partition("?")
         try:
-            status, body = self.server.route(path, query)
+            answer = self.server.route(path, query)
         except Exception as exc:  # a bug in a route must not kill the connection silently
             log.exception("game-bridge kit: error answering %s", path)
-            status, body = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-        self.respond(status, body)
+            answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+        if isinstance(answer, Answer):
+            self.respond(answer.status, answer.body, content_type=answer.content_type,
+                         headers=answer.headers)
+        else:
+            self.respond(answer[0], answer[1])
 
     def _not_allowed(self) -> None:
         self.respond(405, json_bytes({"ok": False, "error": f"method {self.command} is not supported; "

@@ -60,7 +60,9 @@ from pathlib import PurePath
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ._args import ArgumentError, CommandSpec, check_name, convert_query, spec_from_function
-from ._http import KitHttpServer, json_bytes
+from ._http import KitHttpServer, RouteAnswer, json_bytes
+from ._screenshot import WAIT_S as SCREENSHOT_WAIT_S
+from ._screenshot import Capture, Screenshots
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +190,8 @@ class GameBridge:
                  toolsets: Mapping[str, str] | None = None,
                  passthrough: Mapping[str, Any] | None = None,
                  max_events: int = DEFAULT_MAX_EVENTS, register: bool = True,
-                 environ: Mapping[str, str] | None = None, host: str = "127.0.0.1") -> None:
+                 environ: Mapping[str, str] | None = None, host: str = "127.0.0.1",
+                 screenshot: Capture | None = None) -> None:
         self.name = str(name)
         self.version = str(version)
         self.state_fn: StateFn | None = state
@@ -220,6 +223,9 @@ class GameBridge:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._wake = threading.Event()
+        self._screenshots: Screenshots | None = None
+        if screenshot is not None:
+            self.screenshot(screenshot)
         self._add_builtin_commands()
 
     # ------------------------------------------------------------------ registration
@@ -253,6 +259,31 @@ class GameBridge:
     def toolset(self, name: str, description: str) -> None:
         """Describe a toolset (say what a caller reaches for it to do)."""
         self._toolset_text[check_name(name, "Toolset name")] = str(description)
+
+    def screenshot(self, capture: Capture | None = None, *,
+                   window: Callable[[], tuple[int, int]] | None = None,
+                   wait_s: float = SCREENSHOT_WAIT_S) -> Any:
+        """Serve ``/screenshot`` from ``capture`` (also a decorator, ``@bridge.screenshot``).
+
+        ``capture()`` (or ``capture(max_width, max_height)``) runs on the game thread
+        inside :meth:`pump`, at the first frame after a request, and returns a pygame
+        Surface, :class:`~game_bridge_mcp.game.image.Pixels`, PNG/JPEG bytes, an
+        :class:`~game_bridge_mcp.game.image.Image`, or None (nothing to show: 503). The
+        kit scales and encodes off the game thread. ``window()`` returns the window's
+        size in pointer pixels, sent as ``X-Game-Window``; ``wait_s`` is how long a
+        request waits for the game's next frame before a 503. See :mod:`._screenshot`.
+        """
+
+        def register(target: Capture) -> Capture:
+            self._screenshots = Screenshots(target, window=window, wait_s=wait_s)
+            return target
+
+        return register(capture) if capture is not None else register
+
+    @property
+    def screenshots(self) -> Screenshots | None:
+        """The ``/screenshot`` service (``.waiting``: requests waiting for a frame), or None."""
+        return self._screenshots
 
     def state(self, func: StateFn) -> StateFn:
         """Decorator form of ``state=``: the function that returns the game's state."""
@@ -368,6 +399,8 @@ class GameBridge:
                     break
                 self._apply(item)
                 applied += 1
+        if self._screenshots is not None and not self._closing:
+            self._screenshots.serve(self._frame)  # the frame just drawn, after the commands
         if self._closing:
             self.stop()
         return applied
@@ -404,6 +437,8 @@ class GameBridge:
                 return
             self._stopped.set()
         self._wake.set()
+        if self._screenshots is not None:
+            self._screenshots.stop()
         registration, self._registration = self._registration, None
         if registration is not None:
             try:
@@ -455,7 +490,10 @@ class GameBridge:
 
     # ------------------------------------------------------------------ documents
     def health(self) -> dict[str, Any]:
-        return {"ok": True, "frame": self._frame, "completedCommandId": self._completed}
+        doc: dict[str, Any] = {"ok": True, "frame": self._frame, "completedCommandId": self._completed}
+        if self._screenshots is not None:
+            doc["features"] = ["screenshot"]
+        return doc
 
     def snapshot(self) -> dict[str, Any]:
         """The ``/state`` document (call with :attr:`lock` held if the game is running)."""
@@ -496,7 +534,7 @@ class GameBridge:
         }
 
     # ------------------------------------------------------------------ HTTP routes
-    def _route(self, path: str, query: str) -> tuple[int, bytes]:
+    def _route(self, path: str, query: str) -> RouteAnswer:
         if path == "/health":
             return 200, json_bytes(self.health())
         if path == "/state":
@@ -506,6 +544,8 @@ class GameBridge:
             return status, json_bytes(doc)
         if path == "/tools":
             return 200, json_bytes(self.manifest())
+        if path == "/screenshot" and self._screenshots is not None:
+            return self._screenshots.answer(query)
         return 404, json_bytes({"ok": False, "error": f"no such endpoint: {path[:100]}",
                                 "endpoints": ["/health", "/state", "/command", "/tools"]})
 

@@ -1,0 +1,222 @@
+"""``GET /screenshot``: capture on the game's thread at its next frame, encode off it.
+
+Why it exists: an agent asking to see the game must get the frame after its request,
+never an older one (the complaint about every engine bridge), and capturing must not
+cost the game a frame. So:
+
+* the HTTP thread parses ``maxWidth`` / ``maxHeight`` (default 768 each, 1 to 16384;
+  anything else is a 400), queues a request and waits for it;
+* the game's thread, inside ``pump()`` (which a game calls right after its display flip),
+  calls the game's capture function once for all requests that arrived before it and
+  freezes the result (:func:`.image.freeze`: a scaled copy of a Surface, a copy of a
+  buffer), which is all the game pays;
+* the waiting HTTP thread scales and encodes (:func:`.image.encode`) and answers ``200``
+  with ``Content-Type: image/png`` (or ``image/jpeg``), ``X-Game-Frame`` (the frame
+  captured, never earlier than the request) and, when the game says what its window is,
+  ``X-Game-Window: WxH``.
+
+The game cannot render (``503 {"ok": false, "error"}``) when its capture raises or
+returns None, when what it returns cannot be served (the reason is in ``error``), when
+its loop does not reach a frame within :data:`WAIT_S`, and while it closes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import threading
+import urllib.parse
+from typing import Any, Callable, Optional
+
+from . import image
+from ._http import Answer, json_bytes
+
+log = logging.getLogger(__name__)
+
+#: What the game registers: ``capture()`` or ``capture(max_width, max_height)``.
+Capture = Callable[..., Any]
+#: How long a request waits for the game's next frame.
+WAIT_S = 5.0
+DEFAULT_SIZE = 768
+#: Requests waiting at once; more are refused (each holds a frame's copy).
+MAX_WAITING = 16
+
+
+class _Request:
+    __slots__ = ("max_width", "max_height", "done", "frozen", "frame", "error")
+
+    def __init__(self, max_width: int, max_height: int) -> None:
+        self.max_width, self.max_height = max_width, max_height
+        self.done = threading.Event()
+        self.frozen: image.Image | image.Pixels | None = None
+        self.frame = 0
+        self.error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    max_width: int
+    max_height: int
+
+
+def parse_limits(query: str) -> Limits:
+    """``maxWidth`` / ``maxHeight`` from a query string. Raises ValueError naming the
+    parameter when one is not a whole number from 1 to :data:`image.MAX_SIDE` or is
+    given twice."""
+    try:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, max_num_fields=50)
+    except ValueError as exc:
+        raise ValueError(f"the query string cannot be read: {exc}") from None
+    params: dict[str, str] = {}
+    for key, value in pairs:
+        if key in params:
+            raise ValueError(f"{key} was given more than once; give it once")
+        params[key] = value
+    sizes = []
+    for name in ("maxWidth", "maxHeight"):
+        text = params.get(name)
+        if text is None:
+            sizes.append(DEFAULT_SIZE)
+            continue
+        value = text.strip()
+        if not value.isdigit() or len(value) > 9 or not 1 <= int(value) <= image.MAX_SIDE:
+            raise ValueError(f"{name} must be a whole number from 1 to {image.MAX_SIDE}, got {text[:40]!r}")
+        sizes.append(int(value))
+    return Limits(*sizes)
+
+
+def _takes_size(capture: Capture) -> bool:
+    """Whether ``capture`` accepts ``(max_width, max_height)``."""
+    try:
+        signature = inspect.signature(capture)
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
+        return True
+    return len(positional) >= 2
+
+
+def _unavailable(reason: str) -> Answer:
+    return Answer(503, json_bytes({"ok": False, "error": reason[:600]}))
+
+
+class Screenshots:
+    """The screenshot requests of one game: HTTP threads wait, the game thread captures.
+
+    ``window`` (optional) returns the game window's ``(width, height)`` in the pixels
+    its pointer input uses, sent as ``X-Game-Window``.
+    """
+
+    def __init__(self, capture: Capture, *, window: Optional[Callable[[], Any]] = None,
+                 wait_s: float = WAIT_S) -> None:
+        if not callable(capture):
+            raise TypeError(f"the screenshot capture must be callable, not {type(capture).__name__}")
+        self.capture = capture
+        self.window = window
+        self.wait_s = float(wait_s)
+        self._takes_size = _takes_size(capture)
+        self._lock = threading.Lock()
+        self._waiting: list[_Request] = []
+        self._stopped = False
+
+    # ------------------------------------------------------------------ HTTP thread
+    def answer(self, query: str) -> Answer:
+        """Serve one ``/screenshot`` request (blocks until the game's next frame)."""
+        try:
+            limits = parse_limits(query)
+        except ValueError as exc:
+            return Answer(400, json_bytes({"ok": False, "error": str(exc)}))
+        request = _Request(limits.max_width, limits.max_height)
+        with self._lock:
+            if self._stopped:
+                return _unavailable("the game is closing")
+            if len(self._waiting) >= MAX_WAITING:
+                return _unavailable(f"{MAX_WAITING} screenshots are already waiting for the game's "
+                                    "next frame; ask again when one has been answered")
+            self._waiting.append(request)
+        if not request.done.wait(self.wait_s):
+            with self._lock:
+                if request in self._waiting:
+                    self._waiting.remove(request)
+            if not request.done.is_set():
+                return _unavailable(f"the game did not reach a frame within {self.wait_s:g} s of the "
+                                    "request (its loop is blocked, or does not call pump()): nothing "
+                                    "was captured")
+        if request.error is not None or request.frozen is None:
+            return _unavailable(request.error or "the game has nothing to show")
+        try:
+            shot = image.encode(request.frozen, request.max_width, request.max_height)
+        except (ValueError, TypeError, OSError, RuntimeError) as exc:
+            return _unavailable(f"the game's picture could not be served: {exc}")
+        except Exception as exc:  # pygame raises its own error type for unreadable data
+            return _unavailable(f"the game's picture could not be served: {type(exc).__name__}: {exc}")
+        headers = [("X-Game-Frame", str(request.frame))]
+        window = self._window_header()
+        if window is not None:
+            headers.append(("X-Game-Window", window))
+        return Answer(200, shot.data, content_type=shot.mime, headers=tuple(headers))
+
+    def _window_header(self) -> str | None:
+        if self.window is None:
+            return None
+        try:
+            width, height = self.window()
+            width, height = int(width), int(height)
+        except Exception:  # noqa: BLE001 - a window that cannot say its size sends no header
+            log.debug("game-bridge kit: the window size is not known", exc_info=True)
+            return None
+        return f"{width}x{height}" if width > 0 and height > 0 else None
+
+    # ------------------------------------------------------------------ game thread
+    @property
+    def waiting(self) -> int:
+        """How many requests are waiting for the game's next frame."""
+        return len(self._waiting)
+
+    def serve(self, frame: int) -> int:
+        """Capture for every waiting request (call on the game thread, once a frame).
+        Returns how many were answered."""
+        if not self._waiting:
+            return 0
+        with self._lock:
+            requests, self._waiting = self._waiting, []
+        by_size: dict[tuple[int, int], list[_Request]] = {}
+        for request in requests:
+            by_size.setdefault((request.max_width, request.max_height), []).append(request)
+        if not self._takes_size:
+            source, error = self._call()
+        for (max_width, max_height), group in by_size.items():
+            if self._takes_size:
+                source, error = self._call(max_width, max_height)
+            frozen: image.Image | image.Pixels | None = None
+            if error is None and source is None:
+                error = "the game has nothing to show right now (its capture returned None)"
+            elif error is None:
+                try:
+                    frozen = image.freeze(source, max_width, max_height)
+                except Exception as exc:  # noqa: BLE001 - whatever the game returned
+                    error = f"the game's capture returned what cannot be served: {exc}"
+            for request in group:
+                request.frozen, request.error, request.frame = frozen, error, frame
+                request.done.set()
+        return len(requests)
+
+    def _call(self, *size: int) -> tuple[Any, str | None]:
+        try:
+            return self.capture(*size), None
+        except Exception as exc:  # the game's capture is the game's code
+            error = f"the game's capture failed: {type(exc).__name__}: {exc}"
+            log.warning("game-bridge kit: screenshot capture failed: %s", error[:300])
+            return None, error
+
+    def stop(self) -> None:
+        """Release every waiting request with a 503 (the game is closing)."""
+        with self._lock:
+            self._stopped = True
+            requests, self._waiting = self._waiting, []
+        for request in requests:
+            request.error = "the game is closing"
+            request.done.set()
