@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._version import __version__
 from .errors import BridgeError, BridgeUsageError
+from .jsonio import as_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .launch.declaration import LaunchDeclaration
@@ -56,17 +57,23 @@ def parse_port_spec(spec: str) -> tuple[int, ...]:
     return tuple(ports)
 
 
-def check_port(value: Any, *, what: str = "port") -> int:
-    """A port number from a tool argument or option: an int (or digit string) in 1-65535."""
-    if isinstance(value, bool):
-        raise BridgeUsageError(f"{what} must be a number between 1 and 65535, not {value!r}.")
-    if isinstance(value, str) and value.strip().isdigit():
+def port_number(value: Any, *, text: bool = True, floats: bool = True) -> int | None:
+    """The one rule for a TCP port (1-65535), wherever it comes from: an int, a whole
+    float unless ``floats`` is False, a digit string when ``text``; None otherwise.
+    (getaddrinfo wraps 70000 to 4464: a bad port must never reach a socket.)"""
+    if text and isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or not 1 <= value <= 65535:
+    number = as_int(value, floats=floats)
+    return number if number is not None and 1 <= number <= 65535 else None
+
+
+def check_port(value: Any, *, what: str = "port") -> int:
+    """A port number from a tool argument or option (see :func:`port_number`), or a
+    BridgeUsageError saying what is wrong with it."""
+    number = port_number(value)
+    if number is None:
         raise BridgeUsageError(f"{what} must be a number between 1 and 65535, not {value!r}.")
-    return value
+    return number
 
 
 @dataclass

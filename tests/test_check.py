@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from game_bridge_mcp.check.runner import main
-from game_bridge_mcp.registry.reader import read_registry
+from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.wire.transport import TransportError, loopback_opener
 
 from peers.fakegame import FakeGame

@@ -17,7 +17,7 @@ from game_bridge_mcp.cli.demo import main as demo_main
 from game_bridge_mcp.game.demo import (COLUMNS, PIECES, POINTS, ROWS, SCREENSHOT_FRAMES,
                                        FruitMerge, RuleError, build, padding_json)
 from game_bridge_mcp.manifest.reader import normalise_manifest
-from game_bridge_mcp.registry.reader import read_registry
+from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.wire.transport import loopback_opener
 
 from peers.kitfakes import demo_process
@@ -280,7 +280,7 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
 
     import psutil
 
-    from peers.kitfakes import REPO, child_env, free_port
+    from peers.kitfakes import child_env, free_port
 
     env = child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")})
     port = free_port()

@@ -20,8 +20,9 @@ from peers.fakegame import FakeGame  # noqa: E402
 
 from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.game.kit import GameBridge  # noqa: E402
+from game_bridge_mcp.jsonio import PAUSE_GC_BYTES, decode_json  # noqa: E402
 from game_bridge_mcp.wire.transport import (  # noqa: E402
-    PAUSE_GC_BYTES, HttpResponse, KeepAliveSession, TransportError, decode_json, loopback_opener)
+    HttpResponse, KeepAliveSession, TransportError, loopback_opener)
 
 pytestmark = pytest.mark.timeout(30)
 

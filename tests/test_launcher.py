@@ -195,7 +195,7 @@ def test_default_log_dir_is_a_private_temp_dir(tmp_path: Path, guard: ProcessGua
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
-    from game_bridge_mcp.launch.capture import default_log_dir
+    from game_bridge_mcp.paths import default_log_dir
 
     directory = default_log_dir()
     assert directory == tmp_path / "tmp" / "game-bridge-logs"

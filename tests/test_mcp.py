@@ -7,13 +7,12 @@ import os
 import json
 import socket
 import threading
-import time
 from typing import Any, Iterator
 
 import anyio
 import pytest
 
-from peers.fakegame import DEFAULT_MANIFEST, FakeGame, wait_until
+from peers.fakegame import DEFAULT_MANIFEST, FakeGame
 from game_bridge_mcp import Composite
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.config import Config

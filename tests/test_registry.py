@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from game_bridge_mcp.paths import registry_dir, registry_home
 from game_bridge_mcp.registry import reader as registry
-from game_bridge_mcp.registry.reader import (
-    RegistryEntry, is_loopback_literal, pid_alive, prune_entry, read_registry,
-    register_instance, registry_dir, registry_home)
+from game_bridge_mcp.registry import (
+    RegistryEntry, is_loopback_literal, pid_alive, prune_entry, read_registry, register_instance)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -335,7 +335,7 @@ def _run_game_script(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
     script = textwrap.dedent("""
         import os, sys, signal
         sys.path.insert(0, {repo!r})
-        from game_bridge_mcp.registry.reader import register_instance
+        from game_bridge_mcp.registry import register_instance
         reg = register_instance(port=7820, name="G", version="1",
                                 environ={{"GAME_BRIDGE_INSTANCES": {dir!r}}})
         assert reg is not None

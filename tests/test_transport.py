@@ -17,8 +17,9 @@ from peers import hostile  # noqa: E402
 from peers.fakegame import FakeGame  # noqa: E402
 from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
+from game_bridge_mcp.jsonio import decode_json  # noqa: E402
 from game_bridge_mcp.wire.transport import (  # noqa: E402
-    DEFAULT_MAX_BYTES, HttpResponse, TransportError, decode_json, loopback_opener)
+    DEFAULT_MAX_BYTES, HttpResponse, TransportError, loopback_opener)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO, TypeGuard
 
-from ..wire.transport import HttpResponse, Opener, decode_json, loopback_opener
+from ..jsonio import as_int, decode_json
+from ..wire.transport import HttpResponse, Opener, loopback_opener
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 
@@ -45,7 +46,7 @@ class Target:
 
 def is_int(value: Any) -> TypeGuard[int]:
     """A JSON whole number (``true`` is not one)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    return as_int(value, floats=False) is not None
 
 
 def show_value(value: Any, limit: int = 120) -> str:

@@ -25,7 +25,8 @@ class HostChecks(CheckSession):
 
     # ------------------------------------------------------------------ registry
     def check_registry(self) -> None:
-        from ..registry.reader import is_loopback_literal, read_registry, registry_dir
+        from ..paths import registry_dir
+        from ..registry import is_loopback_literal, read_registry
 
         directory = registry_dir(self.environ, self.registry_override)
         scan = read_registry(directory)

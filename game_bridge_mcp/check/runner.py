@@ -93,7 +93,7 @@ class _EntryWatcher:
             return []
 
     def _run(self) -> None:
-        from ..registry.reader import InvalidEntry, load_entry
+        from ..registry import InvalidEntry, load_entry
 
         while not self._stop.wait(0.002):
             for name in self._names():
@@ -202,7 +202,7 @@ def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, 
     """Start the declared game; returns (launcher, target). Raises BridgeError when it
     does not start (the launcher has already reaped it then)."""
     from ..launch.launcher import Launcher
-    from ..registry.reader import registry_dir
+    from ..paths import registry_dir
 
     decl = config.declaration
     out.write(f"Launching {decl.name or 'the game'} from {decl.path}\n")

@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..wire.client import GameClient, _as_int
+from ..jsonio import as_int
+from ..wire.client import GameClient
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import listing
@@ -79,7 +80,7 @@ class Bridge:
         return self.config.resolve_port(port)
 
     def _observe_frame(self, port: int, frame: Any) -> None:
-        frame = _as_int(frame)
+        frame = as_int(frame)
         if frame is None:
             return
         inst = self._instance(port)

@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from ..wire.client import GameClient
 from ..errors import BridgeError, GameOffline, NotAGameSurface
+from ..jsonio import as_int
 from ..manifest.reader import Manifest, fallback_manifest, load_manifest_file, normalise_manifest, sanitise_text
 from ..wire.transport import HttpResponse, Opener, TransportError
 
@@ -69,10 +70,6 @@ class Probe:
     manifest: Manifest | None = None
     manifest_problem: str | None = None
 
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -169,7 +166,7 @@ def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
     except Exception as exc:  # a probe never breaks a listing
         log.debug("probe of %s:%d failed", host, port, exc_info=True)
         return Probe("unresponsive", f"the probe failed ({type(exc).__name__}: {exc})"[:300])
-    result = Probe("live", frame=_int(health.get("frame")))
+    result = Probe("live", frame=as_int(health.get("frame")))
     if observe_health is not None and host == DEFAULT_HOST:
         try:
             observe_health(port, health)

@@ -35,12 +35,13 @@ from typing import Any, Callable, Collection, Mapping
 
 from ..config import parse_port_spec
 from ..errors import BridgeUsageError
+from ..jsonio import as_int
 from ..manifest.reader import fallback_manifest
-from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, HealthObserver, ManifestFor, Probe, _int,
+from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, HealthObserver, ManifestFor, Probe,
                     _ManifestFile, _text, connect_sweep, probe_port)
 from .probe import CONNECT_BATCH, MIN_TOOLS_TIMEOUT_MS, SCREEN_LIMIT, STATE_SCREEN_MAX_BYTES  # noqa: F401
-from ..registry.reader import (RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry,
-                       registry_dir)
+from ..paths import registry_dir
+from ..registry import RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry
 from ..wire.transport import Opener, loopback_opener
 
 #: Upper bound on probe threads; the rest queue behind them (refused probes are fast).
@@ -89,7 +90,7 @@ def _launched_info(launched_ports: Collection[int] | Mapping[int, Any]) -> dict[
     """Ports this bridge launched; a mapping may carry {pid, cwd, started} per port."""
     out: dict[int, dict[str, Any]] = {}
     for port in launched_ports:
-        if _int(port) is None:
+        if as_int(port) is None:
             continue
         info = launched_ports[port] if isinstance(launched_ports, Mapping) else None
         out[port] = dict(info) if isinstance(info, Mapping) else {}
@@ -135,7 +136,7 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
     game = manifest.game if isinstance(manifest.game, dict) else {}
     name = _text(game.get("name"), IDENTITY_LIMIT)
     version = _text(game.get("version"), IDENTITY_LIMIT)
-    protocol = _int(game.get("protocol"))
+    protocol = as_int(game.get("protocol"))
     if entry is not None:  # the entry only fills what the live game did not say
         name = name or _text(entry.name, IDENTITY_LIMIT)
         version = version or _text(entry.version, IDENTITY_LIMIT)
@@ -150,7 +151,7 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
     record["manifest"] = manifest.source
     if probe.manifest_problem:
         record["manifestProblem"] = probe.manifest_problem
-    pid = entry.pid if entry is not None else _int((launched or {}).get("pid"))
+    pid = entry.pid if entry is not None else as_int((launched or {}).get("pid"))
     cwd = _text(entry.cwd, CWD_LIMIT) if entry is not None else _text((launched or {}).get("cwd"), CWD_LIMIT)
     started = (_text(entry.started, IDENTITY_LIMIT) if entry is not None
                else _text((launched or {}).get("started"), IDENTITY_LIMIT))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
-import tempfile
 import threading
 import time
 from collections import deque
@@ -29,37 +27,6 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_RING_CHARS = 4000
 #: Old logs in the bridge's own log directory are pruned after this many days.
 PRUNE_AFTER_S = 7 * 24 * 3600
-
-
-def _private_dir(path: Path) -> Path | None:
-    """Create ``path`` (0700) or accept it if it is a real directory owned by this user
-    with no access for others; None when it is not safe to write there."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode):
-        return None
-    if hasattr(os, "getuid"):
-        if info.st_uid != os.getuid():
-            return None
-        if info.st_mode & 0o077:
-            try:
-                os.chmod(path, 0o700)
-            except OSError:
-                return None
-    return path
-
-
-def default_log_dir() -> Path:
-    """``<tempdir>/game-bridge-logs``, or a per-user variant when another user owns that."""
-    base = Path(tempfile.gettempdir())
-    for name in ("game-bridge-logs", f"game-bridge-logs-{os.getuid() if hasattr(os, 'getuid') else 'user'}"):
-        found = _private_dir(base / name)
-        if found is not None:
-            return found
-    return Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
 
 
 def prune_old_logs(directory: Path, *, max_age_s: float = PRUNE_AFTER_S) -> None:
@@ -228,5 +195,5 @@ class OutputCapture:
         return {"lines": chosen, "next": next_line, "dropped": dropped, "more": next_line < total}
 
 
-__all__ = ["MAX_LINE_BYTES", "OutputCapture", "RING_LINES", "default_log_dir", "open_log_file",
+__all__ = ["MAX_LINE_BYTES", "OutputCapture", "RING_LINES", "open_log_file",
            "prune_old_logs"]

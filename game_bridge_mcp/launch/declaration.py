@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import BridgeUsageError
+from ..jsonio import FileProblem, load_json_file
 
 #: The file name searched for.
 DECLARATION_FILE = "gamebridge.json"
@@ -146,30 +147,13 @@ def _kind(value: Any) -> str:
 
 def _read_document(path: Path) -> Any:
     try:
-        with open(path, "rb") as handle:
-            body = handle.read(MAX_DECLARATION_BYTES + 1)
-    except FileNotFoundError:
-        raise _fail(path, None, "the file does not exist (check --config / GAME_BRIDGE_CONFIG)") from None
-    except IsADirectoryError:
-        raise _fail(path, None, "is a directory, not a file") from None
-    except OSError as exc:
-        raise _fail(path, None, f"cannot be read ({exc.strerror or exc})") from None
-    if len(body) > MAX_DECLARATION_BYTES:
-        raise _fail(path, None, f"is larger than {MAX_DECLARATION_BYTES} bytes; that is not a launch declaration")
-    try:
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _fail(path, None, "is not UTF-8 text") from None
-    try:
-        return json.loads(text, parse_constant=lambda name: _reject_constant(path, name))
-    except RecursionError:
-        raise _fail(path, None, "is nested too deeply to be a launch declaration") from None
-    except json.JSONDecodeError as exc:
-        raise _fail(path, None, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-
-
-def _reject_constant(path: Path, name: str) -> Any:
-    raise _fail(path, None, f"is not valid JSON (it uses {name}, which JSON does not allow)")
+        return load_json_file(path, MAX_DECLARATION_BYTES)
+    except FileProblem as exc:
+        if exc.kind == "missing":
+            raise _fail(path, None, "the file does not exist (check --config / GAME_BRIDGE_CONFIG)") from None
+        if exc.kind == "too-large":
+            raise _fail(path, None, f"is larger than {MAX_DECLARATION_BYTES} bytes; that is not a launch declaration") from None
+        raise _fail(path, None, str(exc)) from None
 
 
 def _parse_port(path: Path, field_name: str, value: Any) -> int:

@@ -35,16 +35,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import procs
-from .capture import TailReader, default_log_dir, open_log_file, prune_old_logs
+from .capture import TailReader, open_log_file, prune_old_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
 from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exited  # noqa: F401 (re-exported)
 from .portclaim import claim_port
-from .portlock import LOCKS_DIRNAME, PortLock
+from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration
-from ..registry.reader import registry_home
+from ..paths import default_log_dir, locks_dir
 from ..wire.transport import Opener
 from .watchlink import NoWatcher, WatcherLink
 
@@ -102,7 +102,7 @@ class Launcher:
 
     @property
     def locks_dir(self) -> Path:
-        return registry_home(self._environ, self.config.registry_dir) / LOCKS_DIRNAME
+        return locks_dir(self._environ, self.config.registry_dir)
 
     def is_launched(self, port: int) -> bool:
         """Whether this bridge launched (and still tracks) an instance on ``port``."""

@@ -12,12 +12,11 @@ holds it (another bridge's lock and its pid, a running game, some other server).
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from pathlib import Path
 from typing import Callable
 
-from .capture import default_log_dir
+from ..paths import fallback_locks_dir
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
 from .portlock import PortLock, holder_pid
@@ -33,7 +32,7 @@ def usable_locks_dir(primary: Path) -> Path:
         primary.mkdir(mode=0o700, parents=True, exist_ok=True)
         return primary
     except OSError as exc:
-        fallback = default_log_dir().parent / f"game-bridge-locks-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+        fallback = fallback_locks_dir()
         log.warning("cannot use %s for port locks (%s); using %s", primary, exc, fallback)
         return fallback
 

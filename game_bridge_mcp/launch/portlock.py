@@ -24,7 +24,6 @@ except ImportError:  # pragma: no cover - Windows: no cross-process port locks
 
 log = logging.getLogger(__name__)
 
-LOCKS_DIRNAME = "locks"
 
 
 class PortLock:
@@ -89,4 +88,4 @@ def holder_pid(locks_dir: Path, port: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-__all__ = ["LOCKS_DIRNAME", "PortLock", "holder_pid"]
+__all__ = ["PortLock", "holder_pid"]

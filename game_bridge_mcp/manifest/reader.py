@@ -31,7 +31,7 @@ from .sanitise import (ARG_DESCRIPTION_LIMIT, DESCRIPTION_LIMIT, EXAMPLE_LIMIT, 
 from .schema import (MAX_ARGS, MAX_DEFAULT_BYTES, MAX_ENUM, MAX_ITEMS_DEPTH, MAX_SCHEMA_BYTES,
                      MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, RESERVED_ARG_NAMES, ArgumentsError,
                      args_to_schema, verbatim_schema)
-from ..wire.transport import decode_json
+from ..jsonio import FileProblem, load_json_file
 
 log = logging.getLogger(__name__)
 
@@ -407,21 +407,17 @@ def load_manifest_file(path: str | Path) -> Manifest:
     path = Path(path)
     advice = "Check the path given to --manifest (or GAME_BRIDGE_MANIFEST)"
     try:
-        with path.open("rb") as handle:
-            body = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise BridgeUsageError(f"Cannot read the manifest file {path}: "
-                               f"{exc.strerror or type(exc).__name__}. {advice}.",
+        doc = load_json_file(path, MAX_FILE_BYTES, strict=False)
+    except FileProblem as exc:
+        if exc.kind == "invalid":
+            raise BridgeUsageError(f"The manifest file {path} {exc}. Fix the file (it must hold one "
+                                   "JSON object in the GET /tools format) or point --manifest at "
+                                   "another one.", file=str(path)) from None
+        if exc.kind == "too-large":
+            raise BridgeUsageError(f"The manifest file {path} is larger than {MAX_FILE_BYTES} bytes, "
+                                   f"which no tool manifest needs. {advice}.", file=str(path)) from None
+        raise BridgeUsageError(f"Cannot read the manifest file {path}: it {exc}. {advice}.",
                                file=str(path)) from None
-    if len(body) > MAX_FILE_BYTES:
-        raise BridgeUsageError(f"The manifest file {path} is larger than {MAX_FILE_BYTES} bytes, "
-                               f"which no tool manifest needs. {advice}.", file=str(path))
-    try:
-        doc = decode_json(body)
-    except ValueError as exc:
-        raise BridgeUsageError(f"The manifest file {path} {exc}. Fix the file (it must hold one "
-                               "JSON object in the GET /tools format) or point --manifest at "
-                               "another one.", file=str(path)) from None
     if not isinstance(doc, dict):
         raise BridgeUsageError(f"The manifest file {path} holds {kind_of(doc)}, not a JSON object "
                                'like {"game": {...}, "toolsets": [...]}. Fix the file or point '

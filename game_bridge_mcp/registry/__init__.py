@@ -1,0 +1,17 @@
+"""The instance registry: one small JSON file per running game, so a bridge can find it.
+
+``entry`` validates one file, ``reader`` reads a directory of them (and prunes the dead),
+``writer`` writes a game's own entry (the kit uses it). Standard library only (psutil
+when present, to tell a live process from a dead one); nothing here speaks HTTP. Where the
+directory is comes from :mod:`game_bridge_mcp.paths`.
+"""
+
+from __future__ import annotations
+
+from .entry import InvalidEntry, RegistryEntry, RegistryProblem, is_loopback_literal, load_entry, parse_entry
+from .reader import RegistryScan, pid_alive, prune_entry, read_registry
+from .writer import Registration, entry_document, register_instance
+
+__all__ = ["InvalidEntry", "Registration", "RegistryEntry", "RegistryProblem", "RegistryScan",
+           "entry_document", "is_loopback_literal", "load_entry", "parse_entry", "pid_alive",
+           "prune_entry", "read_registry", "register_instance"]

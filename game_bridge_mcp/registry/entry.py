@@ -15,26 +15,15 @@ need psutil.
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..wire.transport import decode_json
-
-#: Environment variable naming the entries directory itself.
-ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
-#: Environment variable naming its parent (``$GAME_BRIDGE_HOME/instances``).
-ENV_HOME = "GAME_BRIDGE_HOME"
-#: Name of the entries directory under the home directory.
-INSTANCES_DIRNAME = "instances"
-#: The default home directory, under the user's home.
-DEFAULT_HOME_DIRNAME = ".game-bridge"
+from ..config import port_number
+from ..jsonio import FileProblem, as_int, decode_json, read_capped
 
 #: Largest entry file read: an entry is a few hundred bytes; anything beyond is hostile.
 DEFAULT_MAX_BYTES = 64 * 1024
@@ -42,47 +31,6 @@ DEFAULT_MAX_BYTES = 64 * 1024
 MAX_FIELD_CHARS = 4096
 
 _ENTRY_NAME = re.compile(r"^([0-9]{1,10})\.json$")
-
-
-# --------------------------------------------------------------------------- paths
-
-def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if environ is None else environ
-
-
-def _expand(value: str | Path, environ: Mapping[str, str]) -> Path:
-    """``~`` expanded against ``environ['HOME']`` when given, else the real home."""
-    text = str(value)
-    if text == "~" or text.startswith("~/") or text.startswith("~" + os.sep):
-        home = environ.get("HOME") or str(Path.home())
-        text = home + text[1:]
-    return Path(text)
-
-
-def registry_dir(environ: Mapping[str, str] | None = None,
-                 override: str | Path | None = None) -> Path:
-    """Where instance entries live.
-
-    ``override`` (``--registry-dir``) wins, then ``GAME_BRIDGE_INSTANCES``, then
-    ``$GAME_BRIDGE_HOME/instances``, else ``~/.game-bridge/instances``. Empty values
-    count as unset. The directory is not created or checked here.
-    """
-    env = _env(environ)
-    if override is not None and str(override) != "":
-        return _expand(override, env)
-    instances = env.get(ENV_INSTANCES, "")
-    if instances:
-        return _expand(instances, env)
-    home = env.get(ENV_HOME, "")
-    if home:
-        return _expand(home, env) / INSTANCES_DIRNAME
-    return _expand("~", env) / DEFAULT_HOME_DIRNAME / INSTANCES_DIRNAME
-
-
-def registry_home(environ: Mapping[str, str] | None = None,
-                  override: str | Path | None = None) -> Path:
-    """The directory holding the entries directory (the launcher keeps port locks there)."""
-    return registry_dir(environ, override).parent
 
 
 # --------------------------------------------------------------------------- values
@@ -153,7 +101,7 @@ def is_loopback_literal(host: str) -> bool:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return as_int(value, floats=False) is not None
 
 
 def _describe(value: Any) -> str:
@@ -185,7 +133,7 @@ def parse_entry(path: Path, doc: Any) -> RegistryEntry:
     known_pid = pid if _is_int(pid) else None
     if port is None:
         raise InvalidEntry("field 'port' is missing", pid=known_pid)
-    if not _is_int(port) or not 1 <= port <= 65535:
+    if port_number(port, text=False, floats=False) is None:
         raise InvalidEntry(f"field 'port' must be an integer 1-65535, not {_describe(port)}", pid=known_pid)
     if pid is None:
         raise InvalidEntry("field 'pid' is missing", port=known_port)
@@ -221,45 +169,10 @@ def _read_file(path: Path, max_bytes: int) -> bytes:
     """Read one candidate without following symlinks, without blocking on a FIFO, and
     without reading more than ``max_bytes``."""
     try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise InvalidEntry(f"cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            target = os.readlink(path)
-        except OSError:
-            target = "?"
-        raise InvalidEntry(f"is a symbolic link (to {target!r}); entries must be regular files")
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidEntry("is not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InvalidEntry("is a symbolic link; entries must be regular files") from None
-        raise InvalidEntry(f"cannot be read ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):  # swapped between lstat and open
-            raise InvalidEntry("is not a regular file")
-        if info.st_size > max_bytes:
-            raise InvalidEntry(f"is {info.st_size} bytes, over the {max_bytes}-byte limit for an entry")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > max_bytes:
-            raise InvalidEntry(f"grew past the {max_bytes}-byte limit for an entry while being read")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise InvalidEntry(f"cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
+        return read_capped(path, max_bytes, follow_symlinks=False, regular_only=True)
+    except FileProblem as exc:
+        suffix = {"symlink": "; entries must be regular files", "too-large": " for an entry"}
+        raise InvalidEntry(str(exc) + suffix.get(exc.kind, "")) from None
 
 
 def _decode(body: bytes) -> Any:
@@ -275,8 +188,5 @@ def load_entry(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> RegistryEnt
     """Read and validate one file; raises :class:`InvalidEntry` when it is unusable."""
     return parse_entry(path, _decode(_read_file(path, max_bytes)))
 
-__all__ = [
-    "DEFAULT_HOME_DIRNAME", "DEFAULT_MAX_BYTES", "ENV_HOME", "ENV_INSTANCES", "INSTANCES_DIRNAME",
-    "InvalidEntry", "MAX_FIELD_CHARS", "RegistryEntry", "RegistryProblem", "is_loopback_literal",
-    "load_entry", "parse_entry", "registry_dir", "registry_home",
-]
+__all__ = ["DEFAULT_MAX_BYTES", "InvalidEntry", "MAX_FIELD_CHARS", "RegistryEntry", "RegistryProblem",
+           "is_loopback_literal", "load_entry", "parse_entry"]

@@ -29,11 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .writer import Registration, entry_document, register_instance  # noqa: F401
-from .entry import (DEFAULT_MAX_BYTES, InvalidEntry, RegistryEntry, RegistryProblem,
-                             is_loopback_literal, load_entry)
-from .entry import DEFAULT_HOME_DIRNAME, ENV_HOME, ENV_INSTANCES, INSTANCES_DIRNAME  # noqa: F401
-from .entry import MAX_FIELD_CHARS, parse_entry, registry_dir, registry_home  # noqa: F401
+from .entry import DEFAULT_MAX_BYTES, InvalidEntry, RegistryEntry, RegistryProblem, is_loopback_literal, load_entry
 
 try:  # psutil is a dependency of the bridge, but a vendored copy must not need it.
     import psutil as _psutil
@@ -155,9 +151,4 @@ def prune_entry(entry: RegistryEntry) -> bool:
         return False
     return True
 
-__all__ = [
-    "ENV_HOME", "ENV_INSTANCES", "InvalidEntry", "Registration", "RegistryEntry", "RegistryProblem",
-    "RegistryScan", "entry_document", "is_loopback_literal", "load_entry", "parse_entry",
-    "pid_alive", "prune_entry", "read_registry", "register_instance", "registry_dir",
-    "registry_home",
-]
+__all__ = ["RegistryScan", "pid_alive", "prune_entry", "read_registry"]

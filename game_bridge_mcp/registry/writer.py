@@ -22,7 +22,10 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from .entry import InvalidEntry, _is_int, load_entry, registry_dir
+from ..config import port_number
+from ..jsonio import as_int
+from ..paths import registry_dir
+from .entry import InvalidEntry, load_entry
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +122,10 @@ def register_instance(*, port: int, name: str, version: str, protocol: int = 1,
     """
     try:
         pid = os.getpid() if pid is None else pid
-        if not _is_int(port) or not 1 <= port <= 65535:
+        if port_number(port, text=False, floats=False) is None:
             log.warning("game-bridge registry: not registering, port %r is not 1-65535", port)
             return None
-        if not _is_int(pid) or pid <= 0:
+        if as_int(pid, floats=False) is None or pid <= 0:
             log.warning("game-bridge registry: not registering, pid %r is not a positive integer", pid)
             return None
         if cwd is None:

@@ -39,10 +39,12 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator, Mapping
 
+from ..config import port_number
+from ..jsonio import as_int, decode_json
 from ..errors import BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
 from .frames import FrameClock
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
-                        TransportError, decode_json, loopback_opener)
+                        TransportError, loopback_opener)
 
 #: Poll intervals (seconds): the first poll is immediate, then these grow to the cap.
 FIRST_INTERVAL_S = 0.0002
@@ -81,16 +83,6 @@ def _health_prefix(endpoint: str) -> str:
     return "GET /health " if endpoint == "/health" else ""
 
 
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 class GameClient:
     """The HTTP surface of one game instance on loopback."""
 
@@ -104,12 +96,10 @@ class GameClient:
             loopback = False
         if not loopback:
             raise BridgeUsageError(f"Host {host!r} is not a loopback IP address; the bridge only talks to games on this machine.")
-        if isinstance(port, str) and port.strip().isdigit():
-            port = int(port)
-        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-            # getaddrinfo wraps 70000 to 4464: a bad port must never reach a socket.
+        number = port_number(port, floats=False)
+        if number is None:
             raise BridgeUsageError(f"Port {port!r} is not a TCP port; use a number in 1-65535.", port=port)
-        self.port = int(port)
+        self.port = number
         self.host = host
         self.base_url = f"http://{host if ':' not in host else '[' + host + ']'}:{self.port}"
         self.timeout_ms = int(timeout_ms)
@@ -149,7 +139,7 @@ class GameClient:
     def _observe(self, doc: Any, sent: float, arrived: float) -> None:
         """Feed the frame an answer reported to the frame clock (``sent``: when the
         request went out; ``arrived``: when the answer was in, before decoding it)."""
-        frame = _as_int(doc.get("frame")) if isinstance(doc, dict) else None
+        frame = as_int(doc.get("frame")) if isinstance(doc, dict) else None
         if frame is not None:
             self.frames.observe(frame, sent, arrived)
 
@@ -211,7 +201,7 @@ class GameClient:
         if not isinstance(body, dict) or body.get("ok") is not True:
             shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
-        self.health_has_completed_id = _as_int(body.get("completedCommandId")) is not None
+        self.health_has_completed_id = as_int(body.get("completedCommandId")) is not None
         self.health_cost_s = arrived - sent
         self._observe(body, sent, arrived)
         return body
@@ -286,8 +276,8 @@ class GameClient:
         deadline = self._clock() + total_ms / 1000.0
         with self.keep_alive():
             answer = self.command(cmd, args, timeout_ms=total_ms)
-            command_id = _as_int(answer.get("commandId"))
-            queued_frame = _as_int(answer.get("frame"))
+            command_id = as_int(answer.get("commandId"))
+            queued_frame = as_int(answer.get("frame"))
             if not sync:
                 return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
             return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer)
@@ -307,15 +297,15 @@ class GameClient:
             self._sleep(max(0.0, min(plan[0], deadline) - self._clock()))
         while True:
             try:
-                state = self._next_state(command_id, base_frame, deadline, _as_int(last.get("frame")))
+                state = self._next_state(command_id, base_frame, deadline, as_int(last.get("frame")))
             except GameOffline:
                 if self._clock() < deadline:
                     raise
                 state = None  # the poll ran into the command's own deadline: a CommandTimeout
             if state is not None:
                 last = state
-                completed = _as_int(state.get("completedCommandId"))
-                frame = _as_int(state.get("frame"))
+                completed = as_int(state.get("completedCommandId"))
+                frame = as_int(state.get("frame"))
                 if base_frame is not None and frame is not None and frame < base_frame:
                     raise CommandTimeout(self.port, cmd, total_ms, message=(
                         f"The game on port {self.port} restarted (frame went back from {base_frame} "
@@ -339,8 +329,8 @@ class GameClient:
             now = self._clock()
             if now >= deadline:
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id,
-                                     lastCompletedCommandId=_as_int(last.get("completedCommandId")),
-                                     lastFrame=_as_int(last.get("frame")))
+                                     lastCompletedCommandId=as_int(last.get("completedCommandId")),
+                                     lastFrame=as_int(last.get("frame")))
             pause, interval = self._next_wait(queued_frame, interval, command_id, now)
             self._sleep(min(pause, max(0.0, deadline - now)))
 
@@ -399,8 +389,8 @@ class GameClient:
             self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
         if self.health_has_completed_id and command_id is not None:
             health = self.health(timeout_ms=self._remaining_ms(deadline))
-            completed = _as_int(health.get("completedCommandId"))
-            frame = _as_int(health.get("frame"))
+            completed = as_int(health.get("completedCommandId"))
+            frame = as_int(health.get("frame"))
             restarted = base_frame is not None and frame is not None and frame < base_frame
             if not restarted and (completed is None or completed < command_id):
                 return None  # a restart goes on to /state, where _confirm reports it
@@ -409,7 +399,7 @@ class GameClient:
             # land near frame starts, where an early one should cost only a tiny
             # /health): wait for a frame after the command's, and after the last /state.
             health = self.health(timeout_ms=self._remaining_ms(deadline))
-            frame = _as_int(health.get("frame"))
+            frame = as_int(health.get("frame"))
             if frame is not None and base_frame <= frame <= max(base_frame, state_frame or base_frame):
                 return None  # a frame that went back goes on to /state, where _confirm reports it
         return self.state(timeout_ms=self._remaining_ms(deadline))

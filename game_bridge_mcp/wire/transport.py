@@ -1,4 +1,4 @@
-"""The HTTP transport to a game: one GET on loopback under one deadline, and JSON decoding.
+"""The HTTP transport to a game: one GET on loopback under one deadline.
 
 Why not ``urllib.request.urlopen``: its timeout applies to each socket operation, so a
 peer that trickles a byte every half second keeps a request alive for ever; it follows
@@ -16,20 +16,15 @@ The opener is a plain callable, injectable everywhere (``GameClient(opener=...)`
 :func:`loopback_opener` opens a connection per request. :class:`KeepAliveSession` is an
 opener for a burst of requests (a command and the polls that confirm it) that reuses
 one connection when the game allows it, with the same deadline, cap and errors.
-:func:`decode_json` pauses the cyclic garbage collector while it builds a large document.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import json
 import select
 import socket
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 #: Default cap on a response body. A 10 MB /state must pass; an endless body must not.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -434,65 +429,6 @@ def _readable(sock: socket.socket) -> bool:
     poller = select.poll()
     poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
     return bool(poller.poll(0))
-
-
-#: Bodies at least this large are decoded with the cyclic garbage collector paused.
-PAUSE_GC_BYTES = 256 * 1024
-_gc_pause_lock = threading.Lock()
-_gc_pauses = 0
-_gc_paused_by_us = False
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while a large JSON document is built.
-
-    Parsing allocates hundreds of thousands of containers; each few hundred trigger a
-    collection, and the older generations are rescanned as they grow (a 10 MB /state
-    took about 360 ms with the MCP SDK's heap loaded, 150 ms with the collector paused).
-    JSON builds no reference cycles, so nothing is lost. Reference-counted across
-    threads; a collector that was already disabled (by the host) is left alone."""
-    global _gc_pauses, _gc_paused_by_us
-    with _gc_pause_lock:
-        if _gc_pauses == 0:
-            _gc_paused_by_us = gc.isenabled()
-            if _gc_paused_by_us:
-                gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_pause_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_paused_by_us:
-                _gc_paused_by_us = False
-                gc.enable()
-
-
-def decode_json(body: bytes, *, strict: bool = False) -> Any:
-    """Parse a JSON document; raise ValueError with a short reason (that reads after "the
-    body ...") for invalid, non-UTF-8 or absurdly nested ones. ``NaN``/``Infinity`` become
-    ``None``, or with ``strict`` (a file or a conformance check) are refused."""
-    constant = _reject_constant if strict else _no_constant
-    try:
-        if len(body) >= PAUSE_GC_BYTES:
-            with _gc_paused():
-                return json.loads(body, parse_constant=constant)
-        return json.loads(body, parse_constant=constant)
-    except RecursionError:
-        raise ValueError("is nested too deeply to parse") from None
-    except UnicodeDecodeError:
-        raise ValueError("is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-
-
-def _no_constant(_name: str) -> None:
-    return None
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"contains {name}, which is not JSON (strict parsers reject it)")
 
 
 OpenerFactory = Callable[[], Opener]

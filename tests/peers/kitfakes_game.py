@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from game_bridge_mcp.game import GameBridge  # noqa: E402
-from game_bridge_mcp.registry.reader import register_instance  # noqa: E402
+from game_bridge_mcp.registry import register_instance  # noqa: E402
 
 
 def main() -> int:

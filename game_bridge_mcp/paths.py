@@ -1,0 +1,121 @@
+"""The one owner of where the bridge and the kit keep files on disk.
+
+Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bridge``):
+
+* ``instances/``: the instance registry (``--registry-dir`` or ``$GAME_BRIDGE_INSTANCES``
+  move it; the home is then its parent);
+* ``locks/``: the launcher's per-port lock files.
+
+Launched games' logs go to a private directory in the system's temporary directory
+(``<tmp>/game-bridge-logs``, or a per-user variant when another user owns that one).
+Nothing here creates files except :func:`default_log_dir` (which must prove a directory
+private before anything is written there); the directories' users create the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+#: Environment variable naming the entries directory itself.
+ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
+#: Environment variable naming its parent (``$GAME_BRIDGE_HOME/instances``).
+ENV_HOME = "GAME_BRIDGE_HOME"
+#: Name of the entries directory under the home directory.
+INSTANCES_DIRNAME = "instances"
+#: The default home directory, under the user's home.
+DEFAULT_HOME_DIRNAME = ".game-bridge"
+
+#: Name of the port locks' directory under the home directory.
+LOCKS_DIRNAME = "locks"
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def _expand(value: str | Path, environ: Mapping[str, str]) -> Path:
+    """``~`` expanded against ``environ['HOME']`` when given, else the real home."""
+    text = str(value)
+    if text == "~" or text.startswith("~/") or text.startswith("~" + os.sep):
+        home = environ.get("HOME") or str(Path.home())
+        text = home + text[1:]
+    return Path(text)
+
+
+def registry_dir(environ: Mapping[str, str] | None = None,
+                 override: str | Path | None = None) -> Path:
+    """Where instance entries live.
+
+    ``override`` (``--registry-dir``) wins, then ``GAME_BRIDGE_INSTANCES``, then
+    ``$GAME_BRIDGE_HOME/instances``, else ``~/.game-bridge/instances``. Empty values
+    count as unset. The directory is not created or checked here.
+    """
+    env = _env(environ)
+    if override is not None and str(override) != "":
+        return _expand(override, env)
+    instances = env.get(ENV_INSTANCES, "")
+    if instances:
+        return _expand(instances, env)
+    home = env.get(ENV_HOME, "")
+    if home:
+        return _expand(home, env) / INSTANCES_DIRNAME
+    return _expand("~", env) / DEFAULT_HOME_DIRNAME / INSTANCES_DIRNAME
+
+
+def registry_home(environ: Mapping[str, str] | None = None,
+                  override: str | Path | None = None) -> Path:
+    """The directory holding the entries directory (the launcher keeps port locks there)."""
+    return registry_dir(environ, override).parent
+
+
+def locks_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path:
+    """Where the launcher keeps its per-port lock files: ``<home>/locks``."""
+    return registry_home(environ, override) / LOCKS_DIRNAME
+
+
+def _user_tag() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else "user"
+
+
+def _private_dir(path: Path) -> Path | None:
+    """Create ``path`` (0700) or accept it if it is a real directory owned by this user
+    with no access for others; None when it is not safe to write there."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if hasattr(os, "getuid"):
+        if info.st_uid != os.getuid():
+            return None
+        if info.st_mode & 0o077:
+            try:
+                os.chmod(path, 0o700)
+            except OSError:
+                return None
+    return path
+
+
+def default_log_dir() -> Path:
+    """``<tempdir>/game-bridge-logs``, or a per-user variant when another user owns that."""
+    base = Path(tempfile.gettempdir())
+    for name in ("game-bridge-logs", f"game-bridge-logs-{_user_tag()}"):
+        found = _private_dir(base / name)
+        if found is not None:
+            return found
+    return Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
+
+
+def fallback_locks_dir() -> Path:
+    """Where port locks go when the home's ``locks/`` cannot be made (a read-only home)."""
+    return Path(tempfile.gettempdir()) / f"game-bridge-locks-{_user_tag()}"
+
+
+__all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "INSTANCES_DIRNAME", "LOCKS_DIRNAME",
+           "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home"]
