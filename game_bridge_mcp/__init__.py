@@ -24,7 +24,7 @@ _LAZY = {
     "normalise_manifest": ".manifest.reader",
     "Manifest": ".manifest.reader",
     "parse_cli": ".config",
-    "apply_project_config": ".config",
+    "apply_project_config": ".launch.declaration",
     "Config": ".config",
     "HttpResponse": ".wire.transport",
     "TransportError": ".wire.transport",
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
 
 def start_stdio_server(config: Any, *, composites: Any = ()) -> None:
     """Serve the bridge over stdio until the client disconnects (imports the MCP SDK)."""
-    from .mcp_server.adapter import start_stdio_server as _start
+    from .mcp_server.stdio import start_stdio_server as _start
 
     _start(config, composites=composites)
 

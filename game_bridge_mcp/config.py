@@ -1,24 +1,23 @@
-"""Configuration: CLI options, then the environment, then defaults; and port resolution.
+"""Options: CLI options, then the environment, then defaults; and port resolution.
 
 Everything here is pure over its inputs (``argv`` and an ``environ`` mapping), so tests
-pass their own environment. ``apply_project_config`` is the one step that reads a file:
-the project's ``gamebridge.json`` launch declaration.
+pass their own environment. Reading the project's ``gamebridge.json`` into a Config is
+``launch.declaration.apply_project_config``.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._version import __version__
 from .errors import BridgeError, BridgeUsageError
 from .jsonio import as_int
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .launch.declaration import LaunchDeclaration
 
 DEFAULT_PORT = 7777
 DEFAULT_SCAN_RANGE = "7777,7800-7810"
@@ -90,9 +89,13 @@ class Config:
     manifest_file: Path | None = None
     eager: bool = False
     timeout_ms: int = DEFAULT_TIMEOUT_MS
-    declaration: "LaunchDeclaration | None" = None
+    #: The project's launch declaration (a ``launch.declaration.LaunchDeclaration``), set by
+    #: ``apply_project_config``; typed loosely so this leaf needs nothing above it.
+    declaration: object | None = None
+    #: The declaration's command line with ``{port}`` left in, shown when a port is dead.
+    declaration_hint: str | None = None
     #: Why the declaration found by walking up could not be read (reported on launch).
-    declaration_error: "BridgeError | None" = None
+    declaration_error: BridgeError | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def default_port(self) -> int:
@@ -111,15 +114,28 @@ class Config:
         return self.default_port()
 
     def effective_launch_hint(self) -> str | None:
-        """The command shown when a port is dead: ``--launch-hint``, else the declaration's."""
-        if self.launch_hint:
-            return self.launch_hint
-        if self.declaration is not None:
-            try:
-                return self.declaration.hint()
-            except Exception:  # a declaration that cannot render a hint is not worth a crash
-                return None
-        return None
+        """The command shown when a port is dead: ``--launch-hint``, else the declaration's
+        (``hint()``, rendered once when the declaration is read)."""
+        return self.launch_hint or self.declaration_hint
+
+
+LOG_FORMAT = "game-bridge-mcp: %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(environ: Mapping[str, str] | None = None) -> None:
+    """The one logging set-up: stderr (never stdout, the protocol), at ``GAME_BRIDGE_LOG``
+    (default WARNING). Leaves a host application's own handlers alone; an unknown level
+    name falls back to WARNING with a warning, never a crash."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    name = (os.environ if environ is None else environ).get("GAME_BRIDGE_LOG", "").strip().upper() or "WARNING"
+    level = logging.getLevelName(name)
+    logging.basicConfig(stream=sys.stderr, level=level if isinstance(level, int) else logging.WARNING,
+                        format=LOG_FORMAT)
+    if not isinstance(level, int):
+        logging.getLogger("game_bridge_mcp").warning(
+            "GAME_BRIDGE_LOG=%r is not a log level (use DEBUG, INFO, WARNING or ERROR); using WARNING", name)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,24 +220,6 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     return ParsedCli(config=cfg, help=bool(ns.help), version=bool(ns.version), parser=parser)
 
 
-def apply_project_config(config: Config, *, cwd: Path | None = None) -> Config:
-    """Find and read the project's ``gamebridge.json`` into ``config.declaration``.
-
-    ``--config`` / ``GAME_BRIDGE_CONFIG`` names the file (an error if it is wrong);
-    otherwise the nearest ``gamebridge.json`` walking up from ``cwd``. No file is not an
-    error: ``launch_instance`` explains what to write when it is called.
-    """
-    from .launch.declaration import find_declaration, load_declaration
-
-    if config.config_file is not None:
-        config.declaration = load_declaration(config.config_file)
-        return config
-    found = find_declaration(cwd or Path.cwd())
-    if found is not None:
-        config.declaration = load_declaration(found)
-    return config
-
-
-__all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port",
-           "apply_project_config", "build_parser", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
+__all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port", "port_number",
+           "build_parser", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
            "DEFAULT_TIMEOUT_MS", "__version__"]

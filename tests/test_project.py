@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from game_bridge_mcp.config import Config, apply_project_config
+from game_bridge_mcp.config import Config
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.launch.declaration import (DEFAULT_PORT_RANGE, DEFAULT_READY_TIMEOUT_MS, find_declaration,
-                                     load_declaration, parse_declaration)
+from game_bridge_mcp.launch.declaration import (DEFAULT_PORT_RANGE, DEFAULT_READY_TIMEOUT_MS, apply_project_config,
+                                                find_declaration, load_declaration, parse_declaration)
 
 
 def write(path: Path, doc: object) -> Path:

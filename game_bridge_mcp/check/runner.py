@@ -188,7 +188,8 @@ def _summary(counts: dict[str, int]) -> str:
 
 def _declaration(ns: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     """The Config with its launch declaration; BridgeUsageError when there is none."""
-    from ..config import Config, apply_project_config
+    from ..config import Config
+    from ..launch.declaration import apply_project_config
 
     config = Config(environ=dict(environ), registry_dir=ns.registry_dir, config_file=ns.config)
     apply_project_config(config)
@@ -201,10 +202,12 @@ def _declaration(ns: argparse.Namespace, environ: Mapping[str, str]) -> Any:
 def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, Target]:
     """Start the declared game; returns (launcher, target). Raises BridgeError when it
     does not start (the launcher has already reaped it then)."""
+    from ..launch.declaration import declaration_of
     from ..launch.launcher import Launcher
     from ..paths import registry_dir
 
-    decl = config.declaration
+    decl = declaration_of(config)
+    assert decl is not None  # _declaration made sure
     out.write(f"Launching {decl.name or 'the game'} from {decl.path}\n")
     out.flush()
     launcher = Launcher(config, environ=dict(environ))

@@ -18,7 +18,8 @@ import json
 import sys
 from typing import Any, Sequence, TextIO
 
-from ..config import apply_project_config, parse_cli
+from ..config import parse_cli
+from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
 from ..core.tools import BRIDGE_TOOLS, TOOLS
 
@@ -105,12 +106,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
                     "nothing left to reap it or read its output. Run it through the MCP server (which "
                     "reaps what it launched), or pass --keep to start it deliberately and end it later "
                     "with: game-bridge-mcp call close --port <port>.")
-        try:
-            apply_project_config(config)
-        except BridgeError as exc:
-            if tool == "launch_instance" or config.config_file is not None:
-                raise
-            config.declaration_error = exc
+        apply_project_config(config, defer=tool != "launch_instance")
         result = _run(config, tool, arguments, keep=keep)
     except BridgeError as exc:
         err.write(exc.render() + "\n")

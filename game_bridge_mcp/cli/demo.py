@@ -233,7 +233,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         return 0
 
     from ..core.bridge import Bridge
-    from ..config import Config, apply_project_config
+    from ..config import Config
+    from ..launch.declaration import apply_project_config
 
     workdir = Path(tempfile.mkdtemp(prefix="game-bridge-demo-"))
     bridge = None

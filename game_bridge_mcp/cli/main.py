@@ -8,12 +8,12 @@ Exit codes (``call`` and usage errors): 0 success, 1 internal error, 2 BridgeUsa
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from typing import Any, Sequence, TextIO
 
 from .._version import __version__
-from ..config import apply_project_config, parse_cli
+from ..config import configure_logging, parse_cli
+from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
 
 log = logging.getLogger("game_bridge_mcp")
@@ -30,13 +30,9 @@ usage: game-bridge-mcp [options]                 serve MCP over stdio (the defau
 
 def _load_project(config: Any, err: TextIO) -> None:
     """Read gamebridge.json; a broken one is reported when launching, not fatal at start."""
-    try:
-        apply_project_config(config)
-    except BridgeError as exc:
-        config.declaration_error = exc
-        if config.config_file is not None:
-            raise
-        err.write(f"game-bridge-mcp: warning: {exc.render()}\n")
+    apply_project_config(config, defer=True)
+    if config.declaration_error is not None:
+        err.write(f"game-bridge-mcp: warning: {config.declaration_error.render()}\n")
 
 
 def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
@@ -49,7 +45,7 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         return 0
     _load_project(parsed.config, sys.stderr)
     try:
-        from ..mcp_server.adapter import start_stdio_server
+        from ..mcp_server.stdio import start_stdio_server
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic"):
             raise BridgeUsageError(
@@ -78,8 +74,7 @@ exit codes: 0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline,
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("GAME_BRIDGE_LOG", "WARNING").upper(),
-                        format="game-bridge-mcp: %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     try:
         if args and args[0] in SUBCOMMANDS:
             command, rest = args[0], args[1:]

@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from .digest import summarise
 from ..errors import BridgeUsageError
+from ..manifest.reader import Manifest
+from ..wire.client import GameClient
+from .digest import summarise
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .bridge import Bridge
-    from ..manifest.reader import Manifest
+
+class BridgeCalls(Protocol):
+    """What a composite's context needs of the Bridge (which implements it)."""
+
+    def client(self, port: int) -> GameClient: ...
+
+    def run_command(self, port: int, command: str, args: Mapping[str, Any] | None = None, *,
+                    timeout_ms: int | None = None, include_state: bool = False) -> dict[str, Any]: ...
+
+    def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None) -> dict[str, Any]: ...
+
+    def manifest(self, port: int) -> Manifest: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class Composite:
 class CompositeContext:
     """What a composite's ``run`` is handed: the bridge, scoped to one instance."""
 
-    def __init__(self, bridge: "Bridge", port: int, args: Mapping[str, Any]) -> None:
+    def __init__(self, bridge: BridgeCalls, port: int, args: Mapping[str, Any]) -> None:
         self._bridge = bridge
         self.port = port
         self.args: dict[str, Any] = dict(args)
@@ -68,7 +79,7 @@ class CompositeContext:
         """Run any other tool (bridge, composite, game) on this instance, as call_tool would."""
         return self._bridge.call_tool(name=tool, arguments=dict(args or {}), port=self.port)
 
-    def manifest(self) -> "Manifest":
+    def manifest(self) -> Manifest:
         return self._bridge.manifest(self.port)
 
     def summarise(self, state: Mapping[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,8 @@ class Probe:
 
 
 
-def _text(value: Any, limit: int) -> str | None:
+def short_text(value: Any, limit: int) -> str | None:
+    """A game-supplied string, sanitised and cut to ``limit``; None when it is not a string or empty."""
     if not isinstance(value, str):
         return None
     text = sanitise_text(value, limit)
@@ -102,7 +103,7 @@ class _KindRecorder:
             raise
 
 
-class _ManifestFile:
+class ManifestFile:
     """``--manifest FILE``, read at most once per listing and only if a game needs it."""
 
     def __init__(self, path: Path | None) -> None:
@@ -126,7 +127,7 @@ class _ManifestFile:
 
 
 def _default_manifest(client: GameClient, timeout_ms: int,
-                      manifest_file: _ManifestFile) -> tuple[Manifest, str | None]:
+                      manifest_file: ManifestFile) -> tuple[Manifest, str | None]:
     """The manifest a Bridge would use, for callers without a Bridge cache: the live
     ``/tools``, else ``--manifest FILE`` when ``/tools`` is 404, else the fallback."""
     try:
@@ -144,7 +145,7 @@ def _default_manifest(client: GameClient, timeout_ms: int,
 
 def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
                details: bool = True, manifest_for: ManifestFor | None = None,
-               manifest_file: _ManifestFile | None = None,
+               manifest_file: ManifestFile | None = None,
                observe_health: HealthObserver | None = None) -> Probe:
     """Probe one port: ``/health`` under ``timeout_ms``; for a live game also its
     screen and manifest. ``observe_health(port, health)`` is told of every live answer
@@ -174,7 +175,7 @@ def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
             log.debug("health observer failed for port %d", port, exc_info=True)
     if not details:
         return result
-    result.screen = _text(health.get("screen"), SCREEN_LIMIT)
+    result.screen = short_text(health.get("screen"), SCREEN_LIMIT)
     if result.screen is None:
         result.screen = _screen_from_state(client, timeout_ms)
     try:
@@ -182,7 +183,7 @@ def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
             result.manifest = manifest_for(port)
         else:
             result.manifest, result.manifest_problem = _default_manifest(
-                client, max(timeout_ms, MIN_TOOLS_TIMEOUT_MS), manifest_file or _ManifestFile(None))
+                client, max(timeout_ms, MIN_TOOLS_TIMEOUT_MS), manifest_file or ManifestFile(None))
     except Exception as exc:
         reason = exc.message.splitlines()[0] if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
         log.debug("manifest for port %d failed", port, exc_info=True)
@@ -198,7 +199,7 @@ def _screen_from_state(client: GameClient, timeout_ms: int) -> str | None:
         log.debug("no screen for port %d: %s", client.port, exc.message.splitlines()[0])
         return None
     ui = state.get("ui")
-    return _text(ui.get("screen"), SCREEN_LIMIT) if isinstance(ui, dict) else None
+    return short_text(ui.get("screen"), SCREEN_LIMIT) if isinstance(ui, dict) else None
 
 
 # --------------------------------------------------------------------------- the connect sweep

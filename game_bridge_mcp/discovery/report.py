@@ -38,7 +38,7 @@ from ..errors import BridgeUsageError
 from ..jsonio import as_int
 from ..manifest.reader import fallback_manifest
 from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, HealthObserver, ManifestFor, Probe,
-                    _ManifestFile, _text, connect_sweep, probe_port)
+                    ManifestFile, short_text, connect_sweep, probe_port)
 from .probe import CONNECT_BATCH, MIN_TOOLS_TIMEOUT_MS, SCREEN_LIMIT, STATE_SCREEN_MAX_BYTES  # noqa: F401
 from ..paths import registry_dir
 from ..registry import RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry
@@ -104,10 +104,10 @@ def _entry_rank(entry: RegistryEntry, alive: bool) -> tuple[int, str, int]:
 def _stale_record(entry: RegistryEntry, alive: bool, reason: str) -> dict[str, Any]:
     record: dict[str, Any] = {"path": str(entry.path), "port": entry.port, "pid": entry.pid,
                               "pidAlive": alive, "reason": reason}
-    name = _text(entry.name, IDENTITY_LIMIT)
+    name = short_text(entry.name, IDENTITY_LIMIT)
     if name:
         record["game"] = name
-    cwd = _text(entry.cwd, CWD_LIMIT)
+    cwd = short_text(entry.cwd, CWD_LIMIT)
     if cwd:
         record["cwd"] = cwd
     if entry.host != DEFAULT_HOST:
@@ -134,12 +134,12 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
         discovery = "scan"
     status = "live-no-manifest" if manifest.source == "fallback" else "live"
     game = manifest.game if isinstance(manifest.game, dict) else {}
-    name = _text(game.get("name"), IDENTITY_LIMIT)
-    version = _text(game.get("version"), IDENTITY_LIMIT)
+    name = short_text(game.get("name"), IDENTITY_LIMIT)
+    version = short_text(game.get("version"), IDENTITY_LIMIT)
     protocol = as_int(game.get("protocol"))
     if entry is not None:  # the entry only fills what the live game did not say
-        name = name or _text(entry.name, IDENTITY_LIMIT)
-        version = version or _text(entry.version, IDENTITY_LIMIT)
+        name = name or short_text(entry.name, IDENTITY_LIMIT)
+        version = version or short_text(entry.version, IDENTITY_LIMIT)
         protocol = protocol if protocol is not None else entry.protocol
     record: dict[str, Any] = {"port": target.port, "discovery": discovery, "status": status,
                               "frame": probe.frame}
@@ -152,9 +152,9 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
     if probe.manifest_problem:
         record["manifestProblem"] = probe.manifest_problem
     pid = entry.pid if entry is not None else as_int((launched or {}).get("pid"))
-    cwd = _text(entry.cwd, CWD_LIMIT) if entry is not None else _text((launched or {}).get("cwd"), CWD_LIMIT)
-    started = (_text(entry.started, IDENTITY_LIMIT) if entry is not None
-               else _text((launched or {}).get("started"), IDENTITY_LIMIT))
+    cwd = short_text(entry.cwd, CWD_LIMIT) if entry is not None else short_text((launched or {}).get("cwd"), CWD_LIMIT)
+    started = (short_text(entry.started, IDENTITY_LIMIT) if entry is not None
+               else short_text((launched or {}).get("started"), IDENTITY_LIMIT))
     for key, value in (("pid", pid), ("cwd", cwd), ("started", started), ("screen", probe.screen)):
         if value is not None:
             record[key] = value
@@ -164,7 +164,7 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
 
 
 def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
-                   manifest_for: ManifestFor | None, manifest_file: _ManifestFile,
+                   manifest_for: ManifestFor | None, manifest_file: ManifestFile,
                    observe_health: HealthObserver | None) -> list[Probe]:
     """Probe every target. With the real transport, a connect sweep settles the quiet
     ports first; an injected opener (tests, socket-less use) sees every probe."""
@@ -244,7 +244,7 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
         target(_normal_host(entry.host), entry.port).entries.append(entry)
 
     ordered = sorted(targets.values(), key=lambda t: (t.port, t.host != DEFAULT_HOST, t.host))
-    manifest_file = _ManifestFile(getattr(config, "manifest_file", None))
+    manifest_file = ManifestFile(getattr(config, "manifest_file", None))
     probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file, observe_health)
 
     live: list[dict[str, Any]] = []

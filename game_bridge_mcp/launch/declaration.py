@@ -4,7 +4,7 @@ A project says once how its game is started, so no caller ever types a build com
 picks a port. This module is pure parsing over one file: it finds the file (walking up
 from a directory, the way tools find their config), checks every field, and returns a
 frozen :class:`LaunchDeclaration` that renders the command for a given port. It never
-starts anything; :mod:`game_bridge_mcp.launcher` does.
+starts anything; :mod:`game_bridge_mcp.launch.launcher` does.
 
 Every problem is a :class:`BridgeUsageError` that names the file and the field, because
 the reader (often a model) has to fix the file, not guess at it.
@@ -20,7 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..errors import BridgeUsageError
+from ..config import Config
+from ..errors import BridgeError, BridgeUsageError
 from ..jsonio import FileProblem, load_json_file
 
 #: The file name searched for.
@@ -279,5 +280,45 @@ def load_declaration(path: Path) -> LaunchDeclaration:
     return parse_declaration(path, _read_document(path))
 
 
+def apply_project_config(config: Config, *, cwd: Path | None = None, defer: bool = False) -> Config:
+    """Find and read the project's ``gamebridge.json`` into ``config.declaration``.
+
+    ``--config`` / ``GAME_BRIDGE_CONFIG`` names the file (an error if it is wrong);
+    otherwise the nearest ``gamebridge.json`` walking up from ``cwd``. No file is not an
+    error: ``launch_instance`` explains what to write when it is called. With ``defer``, a
+    broken file that was found by walking up is kept in ``config.declaration_error`` (to be
+    reported when something is launched) instead of raised.
+    """
+    if config.config_file is not None:
+        return _use(config, load_declaration(config.config_file))
+    found = find_declaration(cwd or Path.cwd())
+    if found is None:
+        return config
+    try:
+        return _use(config, load_declaration(found))
+    except BridgeError as exc:
+        if not defer:
+            raise
+        config.declaration_error = exc
+        return config
+
+
+def _use(config: Config, declaration: LaunchDeclaration) -> Config:
+    config.declaration = declaration
+    config.declaration_error = None
+    try:
+        config.declaration_hint = declaration.hint()
+    except Exception:  # a declaration that cannot render a hint is not worth a crash
+        config.declaration_hint = None
+    return config
+
+
+def declaration_of(config: Config) -> LaunchDeclaration | None:
+    """The Config's launch declaration, if it has one."""
+    decl = config.declaration
+    return decl if isinstance(decl, LaunchDeclaration) else None
+
+
 __all__ = ["DECLARATION_FILE", "DEFAULT_PORT_RANGE", "DEFAULT_READY_TIMEOUT_MS", "EXAMPLE",
-           "LaunchDeclaration", "find_declaration", "load_declaration", "parse_declaration"]
+           "LaunchDeclaration", "apply_project_config", "declaration_of", "find_declaration",
+           "load_declaration", "parse_declaration"]

@@ -43,7 +43,7 @@ from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exite
 from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
-from .declaration import EXAMPLE, LaunchDeclaration
+from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
 from ..paths import default_log_dir, locks_dir
 from ..wire.transport import Opener
 from .watchlink import NoWatcher, WatcherLink
@@ -222,7 +222,7 @@ class Launcher:
 
     # ------------------------------------------------------------------ launch parts
     def _declaration(self) -> LaunchDeclaration:
-        decl = getattr(self.config, "declaration", None)
+        decl = declaration_of(self.config)
         if decl is None:
             raise BridgeUsageError(
                 "launch_instance needs a launch declaration, and none was found: put a "

@@ -1,0 +1,99 @@
+"""Serving the bridge over stdio: private protocol streams, signals, one shutdown path.
+
+Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
+descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
+print, a launched game) can ever reach the protocol stream. The protocol's lines are read
+and written on the event loop (``pipes.py``), not through a worker thread each. Shutdown
+has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
+(which reaps launched instances) and then the process exits.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, Sequence
+
+import anyio
+import anyio.to_thread
+from mcp.server.stdio import stdio_server
+
+from ..config import Config, configure_logging
+from ..core.bridge import Bridge
+from ..core.composites import Composite
+from .adapter import BridgeServer
+from .pipes import loop_streams
+
+log = logging.getLogger("game_bridge_mcp")
+
+
+def _claim_stdio() -> tuple[Any, Any]:
+    """Keep the protocol's fds private; point fd 0 at /dev/null and fd 1 at stderr."""
+    sys.stdout.flush()
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    streams = loop_streams(proto_in, proto_out)  # read and written on the event loop: no thread per line
+    if streams is not None:
+        return streams
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_in, "rb", buffering=0), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(proto_out, "wb", buffering=0), encoding="utf-8", write_through=True))
+    return stdin, stdout
+
+
+def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
+    """Serve over stdio until stdin closes or SIGINT/SIGTERM/SIGHUP arrives, then reap what
+    was launched. A signal always ends the process (exit code 128 + the signal number);
+    stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
+    configure_logging(config.environ)
+    bridge = Bridge(config, composites=composites)
+    app = BridgeServer(bridge)
+    stdin, stdout = _claim_stdio()
+    # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
+    # as long as the process: keep it out of the collector's full passes, which otherwise
+    # rescan it while a large /state is parsed and digested.
+    gc.freeze()
+    finished = threading.Lock()
+
+    def finish(code: int) -> int:
+        """The one shutdown path: reap launched instances, flush, exit."""
+        with finished:
+            try:
+                bridge.shutdown()
+            finally:
+                sys.stderr.flush()
+                if exit_process or code != 0:
+                    os._exit(code)
+        return code
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("signal %s: shutting down", signum)
+                # The SDK's stdin reader is a thread that cannot be cancelled: do not unwind,
+                # finish from here (in a thread, so the loop stays responsive meanwhile).
+                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            if threading.current_thread() is threading.main_thread():
+                tasks.start_soon(watch_signals)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await app.run(read_stream, write_stream)
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
+        log.exception("server stopped by an error")
+        return finish(1)
+    return finish(0)
