@@ -18,7 +18,9 @@ What it exercises: toolsets ``play`` (drop, hold, click) and ``flow`` (restart,
 set_seed, pause, screenshot); ``ui.screen`` (MenuScreen, GameScreen, GameOverScreen)
 and ``ui.elements``; events (``merge:cherry``, ``score:+3``); ``game.moving``, which
 settles to 0 some frames after a drop; and ``screenshot``, applied at once but only
-finished (``screenshots.pending`` back to 0, a file written) some frames later.
+finished (``screenshots.pending`` back to 0, a file written into a private directory)
+some frames later. ``GET /screenshot`` serves the screen as a PNG picture
+(:mod:`._demo_picture`).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ import random
 import re
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .._version import __version__
+from ._demo_picture import render_picture
+from ._private_files import PrivateDir
 from .kit import GameBridge, RawJson
 
 GAME_NAME = "Fruit Merge"
@@ -77,6 +80,7 @@ class FruitMerge:
         self.seed = int(seed)
         self.emit: Emit = emit or (lambda *_a, **_k: None)
         self.screenshot_dir = screenshot_dir
+        self.shot_files = PrivateDir(screenshot_dir, prefix="fruit-merge-shots-")
         self.screen = "MenuScreen"
         self.state = "MENU"
         self.paused = False
@@ -313,11 +317,8 @@ class FruitMerge:
         return header + "\n" + "\n".join(rows) + "\n+" + "-" * (2 * COLUMNS - 1) + "+\n"
 
     def _write_screenshot(self, name: str) -> None:
-        directory = self.screenshot_dir or Path(tempfile.gettempdir()) / "game-bridge-demo-shots"
-        path = directory / f"{name}.txt"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            path.write_text(self.render(), encoding="utf-8")
+        try:  # a private directory; never over an existing name (see _private_files)
+            path = self.shot_files.write_new(name, ".txt", self.render().encode("utf-8"))
         except OSError as exc:
             self.emit("screenshot:failed", name=name, error=str(exc)[:200])
             self.shots_taken += 1
@@ -383,7 +384,7 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0) -> Ga
         return doc
 
     bridge = GameBridge(GAME_NAME, __version__, state=state, on_close=game.teardown,
-                        register=register, toolsets={
+                        register=register, screenshot=lambda: render_picture(game), toolsets={
         "play": "Play a round the way a player does: drop fruit, hold one back, click buttons.",
         "flow": "Control the session: new rounds, seeds, pausing and screenshots.",
     }, passthrough={"description": "Also accepted: close (quit through the game's teardown) "
@@ -469,7 +470,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-padding-kb", type=int, default=0, metavar="N",
                         help="add about N KiB of entity objects to /state (benchmarks)")
     parser.add_argument("--screenshot-dir", type=Path, default=None,
-                        help="where screenshots are written (default: a temp directory)")
+                        help="where the screenshot command writes its files (default: a new private "
+                             "directory in the temp dir)")
     parser.add_argument("--start", action="store_true",
                         help="start a round at once instead of showing the menu")
     parser.add_argument("--no-register", action="store_true",
