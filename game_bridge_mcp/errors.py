@@ -43,26 +43,47 @@ class BridgeUsageError(BridgeError):
 
 
 class GameOffline(BridgeError):
-    """Nothing (or nothing responsive) is answering on the port."""
+    """Nothing (or nothing responsive) is answering on the port.
+
+    ``cause`` says why, for code that must tell the cases apart (never its message):
+    ``refused`` (nothing listens), ``timeout`` (something accepted the connection and did
+    not answer in time: frozen, stopped in a debugger, or busy) or ``reset`` (the
+    connection broke mid-request: crashed or restarting). ``endpoint`` is the request that
+    failed; ``detail`` the low-level reason, when there is one."""
 
     exit_code = 3
+    CAUSES = ("refused", "timeout", "reset")
 
-    def __init__(self, port: int, message: str | None = None, *,
-                 launch_hint: str | None = None, detail: str | None = None,
-                 suggest_start: bool = True) -> None:
+    def __init__(self, port: int, message: str | None = None, *, cause: str = "refused",
+                 endpoint: str = "/health", detail: str | None = None, timeout_ms: float | None = None,
+                 launch_hint: str | None = None) -> None:
+        if cause not in self.CAUSES:
+            raise ValueError(f"GameOffline cause must be one of {self.CAUSES}, not {cause!r}")
         url = f"http://127.0.0.1:{port}"
-        text = message or f"No game is answering on {url}."
-        if detail:
-            text = f"{text} ({detail})"
-        if not suggest_start:
-            pass
-        elif launch_hint:
-            text += "\nStart one with:\n  " + launch_hint.replace("{port}", str(port))
+        if message is not None:
+            text = message
+        elif cause == "timeout":
+            text = (f"Port {port} accepted the connection but GET {endpoint} did not complete "
+                    f"within {timeout_ms or 0:.0f}ms: the game is frozen, stopped in a debugger, or "
+                    "too busy to answer. Try again, or raise --timeout.")
+        elif cause == "reset":
+            text = (f"The connection to port {port} broke during GET {endpoint} ({detail}): "
+                    "the game may have crashed or be restarting.")
         else:
-            text += ("\nStart one with launch_instance (needs a gamebridge.json), or find a "
-                     "running one with list_instances.")
-        super().__init__(text, port=port)
+            text = f"No game is answering on {url}."
+            if detail:
+                text = f"{text} ({detail})"
+        if cause != "timeout":  # a frozen game needs no second copy started
+            if launch_hint:
+                text += "\nStart one with:\n  " + launch_hint.replace("{port}", str(port))
+            else:
+                text += ("\nStart one with launch_instance (needs a gamebridge.json), or find a "
+                         "running one with list_instances.")
+        super().__init__(text, port=port, cause=cause)
         self.port = port
+        self.cause = cause
+        self.endpoint = endpoint
+        self.detail = detail
 
 
 class NotAGameSurface(BridgeError):
@@ -98,6 +119,24 @@ class CommandTimeout(BridgeError):
             "on a screen that ignores this command.")
         super().__init__(text, port=port, command=command, timeoutMs=timeout_ms, **fields)
         self.port = port
+
+
+class CommandRejected(BridgeUsageError):
+    """The game refused a command at ``/command`` (``accepted: false`` or an HTTP error):
+    an unknown name or arguments it will not take. Rendered as the BridgeUsageError it is
+    to the agent; its own type lets the Bridge tell it from other usage errors. ``answer``
+    is the game's answer (it may list the commands it accepts)."""
+
+    def __init__(self, port: int, command: str, reason: str, answer: Any) -> None:
+        super().__init__(f"The game on port {port} rejected command '{command}': {reason}.",
+                         port=port, command=command, rejected=True, answer=answer)
+        self.port = port
+        self.command = command
+        self.answer = answer
+
+    @property
+    def name(self) -> str:
+        return "BridgeUsageError"
 
 
 #: Every error type, in the order the CLI documents them.

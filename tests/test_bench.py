@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -34,14 +33,15 @@ def marked(token: str) -> list[psutil.Process]:
     return found
 
 
-def scratch_dirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("gb-bench-*"))
+def scratch_dirs(tmp: Path) -> set[Path]:
+    return set(tmp.glob("gb-bench-*"))
 
 
-def test_quick_mode_reports_every_figure_and_reaps_its_processes() -> None:
-    scratch_before = scratch_dirs()
+def test_quick_mode_reports_every_figure_and_reaps_its_processes(tmp_path: Path) -> None:
+    # The run gets a temporary directory of its own, so other runs on the machine
+    # (another checkout's suite) cannot make its scratch-directory check fail.
     token = uuid.uuid4().hex
-    env = dict(os.environ, **{MARK: token})
+    env = dict(os.environ, **{MARK: token}, TMPDIR=str(tmp_path))
     env.pop("GAME_BRIDGE_PORT", None)
     try:
         run = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True,
@@ -52,7 +52,7 @@ def test_quick_mode_reports_every_figure_and_reaps_its_processes() -> None:
             proc.kill()
     assert run.returncode == 0, run.stderr[-3000:]
     assert leftovers == [], [p.cmdline() for p in leftovers]
-    assert scratch_dirs() - scratch_before == set()  # the run's scratch directory is removed, by it alone
+    assert scratch_dirs(tmp_path) == set()  # the run's scratch directory is removed
     results = json.loads(run.stdout)
 
     machine = results["machine"]

@@ -22,7 +22,7 @@ from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixt
 from game_bridge_mcp.wire import client as client_module  # noqa: E402
 from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.errors import (  # noqa: E402
-    BridgeError, BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface)
+    BridgeError, BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface)
 from game_bridge_mcp.wire.transport import HttpResponse, TransportError  # noqa: E402
 
 pytestmark = pytest.mark.timeout(30)
@@ -53,7 +53,7 @@ def raises(error_type: type[BridgeError], call: Callable[[], Any]) -> tuple[Brid
     except BridgeError as exc:
         elapsed = time.monotonic() - started
         assert type(exc) is error_type, f"expected {error_type.__name__}, got {exc.render()}"
-        assert exc.render().startswith(error_type.__name__ + ": ")
+        assert exc.render().startswith(exc.name + ": ")
         return exc, elapsed
     raise AssertionError(f"{error_type.__name__} was not raised")
 
@@ -299,7 +299,8 @@ def test_an_argument_called_cmd_is_refused(game: FakeGame) -> None:
 
 
 def test_a_rejected_command(game: FakeGame) -> None:
-    error, _ = raises(BridgeUsageError, lambda: GameClient(game.port).command("warp", {"to": 3}))
+    error, _ = raises(CommandRejected, lambda: GameClient(game.port).command("warp", {"to": 3}))
+    assert error.render().startswith("BridgeUsageError: ")  # its own type, rendered as before
     assert "rejected command 'warp'" in error.message and "unknown command: warp" in error.message
     assert error.fields["rejected"] is True
     assert error.fields["command"] == "warp"

@@ -21,9 +21,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers.fakegame import FakeGame  # noqa: E402
 
+from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.config import Config  # noqa: E402
 from game_bridge_mcp.discovery import report as discovery
-from game_bridge_mcp.discovery import probe# noqa: E402
+from game_bridge_mcp.discovery import probe  # noqa: E402
 from game_bridge_mcp.discovery.report import discover  # noqa: E402
 from game_bridge_mcp.errors import BridgeUsageError  # noqa: E402
 from game_bridge_mcp.manifest.reader import normalise_manifest  # noqa: E402
@@ -167,49 +168,51 @@ def test_entry_name_and_version_fill_in_only_when_the_game_says_nothing(reg: Pat
     assert (inst["game"], inst["version"], inst["protocol"]) == ("Orbital Freight", "0.9.2", 1)
 
 
-def test_manifest_for_is_the_source_of_identity_and_tools_is_not_fetched(reg: Path) -> None:
-    calls: list[int] = []
+class Known:
+    """A KnownInstances stand-in: real GameClients per port, a manifest function."""
+
+    def __init__(self, manifest: Any) -> None:
+        self.clients: dict[int, GameClient] = {}
+        self._manifest = manifest
+        self.calls: list[tuple[str, int, int | None]] = []
+
+    def client(self, port: int) -> GameClient:
+        self.calls.append(("client", port, None))
+        return self.clients.setdefault(port, GameClient(port, timeout_ms=2000))
+
+    def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Any:
+        # the probe's /health went through this port's own client before the manifest is asked for
+        self.calls.append(("manifest", port, self.clients[port].last_frame))
+        return self._manifest(port)
+
+
+def test_known_manifest_is_the_source_of_identity_and_tools_is_not_fetched(reg: Path) -> None:
     custom = normalise_manifest({"game": {"name": "Cached", "version": "2"},
                                  "toolsets": {"build": {"tools": [{"name": "spawn"}]}}})
-
-    def manifest_for(port: int) -> Any:
-        calls.append(port)
-        return custom
-
+    known = Known(lambda port: custom)
     with FakeGame() as game:
-        report = discover(make_config(reg, (game.port,)), manifest_for=manifest_for,
-                          probe_timeout_ms=PROBE_MS)
+        report = discover(make_config(reg, (game.port,)), known=known, probe_timeout_ms=PROBE_MS)
     (inst,) = report["live"]
-    assert calls == [game.port]
+    assert [c[:2] for c in known.calls] == [("client", game.port), ("manifest", game.port)]
     assert (inst["game"], inst["version"], inst["toolsets"]) == ("Cached", "2", ["build", "bridge"])
     assert "/tools" not in game.requests
 
 
-def test_observe_health_runs_before_manifest_for(reg: Path) -> None:
-    order: list[tuple[str, int]] = []
-
-    def observe(port: int, health: dict) -> None:
-        assert health["ok"] is True
-        order.append(("health", port))
-        raise RuntimeError("an observer's failure does not fail the listing")
-
-    def manifest_for(port: int) -> Any:
-        order.append(("manifest", port))
-        return normalise_manifest({"game": {"name": "X"}})
-
+def test_the_known_client_sees_health_before_the_manifest_is_asked_for(reg: Path) -> None:
+    known = Known(lambda port: normalise_manifest({"game": {"name": "X"}}))
     with FakeGame() as game:
-        report = discover(make_config(reg, (game.port,)), manifest_for=manifest_for,
-                          observe_health=observe, probe_timeout_ms=PROBE_MS)
-    assert order == [("health", game.port), ("manifest", game.port)]
+        report = discover(make_config(reg, (game.port,)), known=known, probe_timeout_ms=PROBE_MS)
+    (manifest_call,) = [c for c in known.calls if c[0] == "manifest"]
+    assert manifest_call[2] is not None  # the client had seen the /health frame already
     assert report["live"][0]["game"] == "X"
 
 
-def test_a_failing_manifest_for_still_lists_the_instance(reg: Path) -> None:
-    def manifest_for(port: int) -> Any:
+def test_a_failing_known_manifest_still_lists_the_instance(reg: Path) -> None:
+    def explode(port: int) -> Any:
         raise RuntimeError("cache exploded")
 
     with FakeGame() as game:
-        (inst,) = discover(make_config(reg, (game.port,)), manifest_for=manifest_for,
+        (inst,) = discover(make_config(reg, (game.port,)), known=Known(explode),
                            probe_timeout_ms=PROBE_MS)["live"]
     assert inst["status"] == "live-no-manifest" and inst["manifest"] == "fallback"
     assert "cache exploded" in inst["manifestProblem"]

@@ -5,8 +5,9 @@ Every method returns a JSON-ready dict or raises a BridgeError; the MCP adapter 
 state (a GameClient, the cached manifest, the last frame seen, a lock that serialises
 commands to that instance); the Launcher owns the processes it started.
 
-Manifest cache invalidation: a ``frame`` that goes backwards (a new process on the
-port), a name that misses (one re-fetch), and the instance going offline.
+Manifest cache invalidation: a new generation of the port's GameClient (it saw ``frame``
+go backwards, a new process on the port, or the instance went offline), and a name that
+misses (one re-fetch).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..jsonio import as_int
 from ..wire.client import GameClient
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import listing
 from .digest import summarise
-from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from ..manifest.reader import Manifest, ToolSpec, args_to_schema, fallback_manifest, load_manifest_file, normalise_manifest
+from ..errors import BridgeError, BridgeUsageError, CommandRejected, GameOffline
+from ..manifest.choose import ManifestFile, choose_manifest
+from ..manifest.reader import Manifest, ToolSpec, args_to_schema
 from .tools import BRIDGE_TOOL_NAMES, TOOLS, check_arguments, tool_def
 from ..wire.transport import Opener
 from .waiting import Condition, wait_for_state
@@ -31,18 +32,19 @@ from .waiting import Condition, wait_for_state
 log = logging.getLogger(__name__)
 
 Progress = Callable[[float, float | None, str], None]
-DISCOVERY_MANIFEST_TIMEOUT_MS = 1000
 
 
 @dataclass
 class _Instance:
-    """What the bridge knows about one port. Owned by the Bridge."""
+    """What the bridge keeps about one port. What is known about the game's answers (its
+    frames, what /health carries, restarts) is the GameClient's; the Bridge keeps the
+    manifest it read, for the client's generation it was read in."""
 
     client: GameClient
     command_lock: threading.Lock = field(default_factory=threading.Lock)
     manifest: Manifest | None = None
+    manifest_generation: int = -1
     manifest_key: str | None = None
-    last_frame: int | None = None
 
 
 class Bridge:
@@ -50,17 +52,18 @@ class Bridge:
     in parallel; commands to one port are serialised."""
 
     def __init__(self, config: Config | None = None, *, opener: Opener | None = None,
-                 launcher: Any = None, composites: Sequence[Composite] = (),
-                 on_manifest_change: Callable[[int], None] | None = None) -> None:
+                 launcher: Any = None, composites: Sequence[Composite] = ()) -> None:
         self.config = config or Config()
         self._opener = opener
         self._launcher = launcher
         self._launcher_lock = threading.Lock()
         self.composites = check_composites(composites, BRIDGE_TOOL_NAMES | {t.name for t in TOOLS})
-        self.on_manifest_change = on_manifest_change
+        #: Grows by one whenever a manifest read for a port differs from the one read
+        #: before it (``--eager`` compares it to know when to send list_changed).
+        self.manifest_changes = 0
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.Lock()
-        self._file_manifest: Manifest | None = None
+        self._manifest_file = ManifestFile(self.config.manifest_file)
         self._closed = False
 
     # ------------------------------------------------------------------ plumbing
@@ -79,27 +82,13 @@ class Bridge:
     def _port(self, port: Any) -> int:
         return self.config.resolve_port(port)
 
-    def _observe_frame(self, port: int, frame: Any) -> None:
-        frame = as_int(frame)
-        if frame is None:
-            return
-        inst = self._instance(port)
-        with self._lock:
-            restarted = inst.last_frame is not None and frame < inst.last_frame
-            inst.last_frame = frame
-            if restarted:
-                log.info("port %s: frame went back (%s); a new process - dropping its manifest", port, frame)
-                inst.manifest = None
-                inst.client.health_has_completed_id = None
-
     def forget(self, port: int) -> None:
-        """Drop what is cached about a port (it went offline or was stopped)."""
+        """Forget what is known about a port (it went offline or was stopped): its client
+        starts a new generation, which also invalidates the manifest read in the old one."""
         with self._lock:
             inst = self._instances.get(port)
-            if inst is not None:
-                inst.manifest = None
-                inst.last_frame = None
-                inst.client.health_has_completed_id = None
+        if inst is not None:
+            inst.client.forget()
 
     def _guarded(self, port: int, fn: Callable[[], Any]) -> Any:
         try:
@@ -109,43 +98,27 @@ class Bridge:
             raise
 
     # ------------------------------------------------------------------ manifests
-    def _manifest_from_file(self) -> Manifest | None:
-        if self.config.manifest_file is None:
-            return None
-        if self._file_manifest is None:
-            self._file_manifest = load_manifest_file(self.config.manifest_file)
-        return self._file_manifest
-
     def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest:
         """The instance's manifest: cached; ``refresh`` re-fetches ``GET /tools``."""
         inst = self._instance(port)
         with self._lock:
-            cached = inst.manifest
+            cached = inst.manifest if inst.manifest_generation == inst.client.generation else None
         if cached is not None and not refresh:
             return cached
+        generation = inst.client.generation
         manifest = self._guarded(port, lambda: self._fetch_manifest(inst.client, timeout_ms))
         key = repr((manifest.source, manifest.game, [t.to_dict() for t in manifest.tools()]))
         with self._lock:
-            changed = inst.manifest_key is not None and inst.manifest_key != key
-            inst.manifest, inst.manifest_key = manifest, key
-        if changed and self.on_manifest_change is not None:
-            try:
-                self.on_manifest_change(port)
-            except Exception:  # a listener's failure must not fail the call
-                log.exception("manifest change listener failed")
+            if inst.manifest_key is not None and inst.manifest_key != key:
+                self.manifest_changes += 1
+            inst.manifest, inst.manifest_key, inst.manifest_generation = manifest, key, generation
         return manifest
 
     def _fetch_manifest(self, client: GameClient, timeout_ms: int | None = None) -> Manifest:
-        try:
-            doc = client.tools(timeout_ms=timeout_ms)
-        except NotAGameSurface as exc:
-            # A broken /tools must not take the instance offline: fall back, and say why.
-            client.health(timeout_ms=timeout_ms)  # but a port that is not a game at all is reported as such
-            return fallback_manifest(reason=f"GET /tools was unusable: {exc.detail}")
-        if doc is None:
-            client.health(timeout_ms=timeout_ms)  # a 404 from something that is not a game is NotAGameSurface
-            return self._manifest_from_file() or fallback_manifest()
-        return normalise_manifest(doc, source="game")
+        if timeout_ms is not None:
+            timeout_ms = min(timeout_ms, self.config.timeout_ms)
+        manifest, _problem = choose_manifest(client, timeout_ms=timeout_ms, manifest_file=self._manifest_file)
+        return manifest
 
     def _composites_for(self, manifest: Manifest) -> list[Composite]:
         name = manifest.game.get("name") if isinstance(manifest.game, Mapping) else None
@@ -233,9 +206,7 @@ class Bridge:
         from ..discovery.report import discover
 
         return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
-                        use_scan=scan, prune=prune, launched_ports=self._launched_details(),
-                        manifest_for=self._manifest_for_discovery,
-                        observe_health=lambda port, health: self._observe_frame(port, health.get("frame")))
+                        use_scan=scan, prune=prune, launched_ports=self._launched_details(), known=self)
 
     def _launched_details(self) -> dict[int, dict[str, Any]]:
         """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""
@@ -243,10 +214,6 @@ class Bridge:
         if launcher is None:
             return {}
         return {port: launcher.info(port) or {} for port in launcher.launched_ports()}
-
-    def _manifest_for_discovery(self, port: int) -> Manifest:
-        # Bounded: one hung /tools must not hold the whole report for --timeout.
-        return self.manifest(port, timeout_ms=min(self.config.timeout_ms, DISCOVERY_MANIFEST_TIMEOUT_MS))
 
     # ------------------------------------------------------------------ toolsets
     def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:
@@ -307,11 +274,9 @@ class Bridge:
     def _passthrough(self, port: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
         try:
             return self.run_command(port, name, args, tool=name, via="passthrough")
-        except BridgeUsageError as exc:
-            if not exc.fields.get("rejected"):
-                raise
+        except CommandRejected as exc:
             manifest = self.manifest(port)
-            answer = exc.fields.get("answer") or {}
+            answer = exc.answer
             listed = answer.get("commands") if isinstance(answer, Mapping) else None
             accepted = sorted({t.name for t in manifest.tools()}
                               | {str(c) for c in (listed if isinstance(listed, list) else []) if isinstance(c, (str, int))}
@@ -350,7 +315,6 @@ class Bridge:
                 return inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync)
 
         outcome = self._guarded(port, send)
-        self._observe_frame(port, outcome["answer"].get("frame"))
         result: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command}
         confirmation = outcome["confirmation"]
         result["applied"] = {"completedCommandId": True, "frames-advanced": True}.get(confirmation, False if confirmation == "not-waited" else None)
@@ -359,7 +323,6 @@ class Bridge:
         result["confirmation"] = confirmation
         state = outcome.get("state")
         if isinstance(state, dict):
-            self._observe_frame(port, state.get("frame"))
             digest = summarise(state)
             for key in ("completedCommandId", "simFrame", "paused"):
                 digest.pop(key, None)
@@ -392,7 +355,6 @@ class Bridge:
     def get_state(self, *, port: Any = None, summary: bool = False) -> dict[str, Any]:
         target = self._port(port)
         state = self._guarded(target, lambda: self.client(target).state())
-        self._observe_frame(target, state.get("frame"))
         if summary:
             return {"port": target, **summarise(state)}
         return state
@@ -400,7 +362,6 @@ class Bridge:
     def get_health(self, *, port: Any = None) -> dict[str, Any]:
         target = self._port(port)
         health = self._guarded(target, lambda: self.client(target).health())
-        self._observe_frame(target, health.get("frame"))
         return {"port": target, **health}
 
     def close(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
@@ -428,9 +389,7 @@ class Bridge:
         client = self.client(target)
 
         def poll(remaining_ms: int | None) -> dict[str, Any]:
-            state = self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
-            self._observe_frame(target, state.get("frame"))
-            return state
+            return self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
 
         result = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
         return {"port": target, **result}

@@ -25,17 +25,16 @@ import errno
 import logging
 import selectors
 import socket
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Protocol
 
 from ..wire.client import GameClient
 from ..errors import BridgeError, GameOffline, NotAGameSurface
 from ..jsonio import as_int
-from ..manifest.reader import Manifest, fallback_manifest, load_manifest_file, normalise_manifest, sanitise_text
-from ..wire.transport import HttpResponse, Opener, TransportError
+from ..manifest.choose import ManifestFile, choose_manifest
+from ..manifest.reader import Manifest, fallback_manifest, sanitise_text
+from ..wire.transport import Opener
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +51,19 @@ SCREEN_LIMIT = 120
 
 DEFAULT_HOST = "127.0.0.1"
 
-ManifestFor = Callable[[int], Manifest]
-HealthObserver = Callable[[int, dict], None]
+#: The longest a listing waits for one instance's /tools through a KnownInstances cache:
+#: one hung /tools must not hold the whole report for --timeout.
+KNOWN_MANIFEST_TIMEOUT_MS = 1000
+
+
+class KnownInstances(Protocol):
+    """What a caller that keeps per-port knowledge (the Bridge) lends discovery: its own
+    client for a port, so the port's one owner sees every answer a probe gets (and notices
+    a restart), and its manifest cache."""
+
+    def client(self, port: int) -> GameClient: ...
+
+    def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest: ...
 
 
 # --------------------------------------------------------------------------- one port over HTTP
@@ -80,110 +90,41 @@ def short_text(value: Any, limit: int) -> str | None:
     return text or None
 
 
-class _KindRecorder:
-    """Wraps an opener to remember why the last request failed (the transport's kind),
-    which GameClient folds into GameOffline for every 'nothing answered' case."""
-
-    def __init__(self, opener: Opener) -> None:
-        self._opener = opener
-        self.kind: str | None = None
-        self.detail: str = ""
-
-    def __call__(self, url: str, *, timeout: float, max_bytes: int) -> HttpResponse:
-        try:
-            return self._opener(url, timeout=timeout, max_bytes=max_bytes)
-        except TransportError as exc:
-            self.kind, self.detail = exc.kind, exc.detail
-            raise
-        except ConnectionRefusedError as exc:
-            self.kind, self.detail = "refused", str(exc)
-            raise
-        except OSError as exc:
-            self.kind, self.detail = "reset", str(exc)
-            raise
-
-
-class ManifestFile:
-    """``--manifest FILE``, read at most once per listing and only if a game needs it."""
-
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        self._loaded = False
-        self._value: Manifest | None = None
-        self._problem: str | None = None
-
-    def get(self) -> tuple[Manifest | None, str | None]:
-        if self._path is None:
-            return None, None
-        with self._lock:
-            if not self._loaded:
-                self._loaded = True
-                try:
-                    self._value = load_manifest_file(self._path)
-                except BridgeError as exc:
-                    self._problem = exc.message
-            return self._value, self._problem
-
-
-def _default_manifest(client: GameClient, timeout_ms: int,
-                      manifest_file: ManifestFile) -> tuple[Manifest, str | None]:
-    """The manifest a Bridge would use, for callers without a Bridge cache: the live
-    ``/tools``, else ``--manifest FILE`` when ``/tools`` is 404, else the fallback."""
-    try:
-        doc = client.tools(timeout_ms=timeout_ms)
-    except BridgeError as exc:
-        reason = f"GET /tools failed: {getattr(exc, 'detail', None) or exc.message.splitlines()[0]}"
-        return fallback_manifest(reason=reason), reason
-    if doc is None:
-        from_file, problem = manifest_file.get()
-        if from_file is not None:
-            return from_file, None
-        return fallback_manifest(), problem
-    return normalise_manifest(doc, source="game"), None
-
-
 def probe_port(host: str, port: int, *, opener: Opener, timeout_ms: int,
-               details: bool = True, manifest_for: ManifestFor | None = None,
-               manifest_file: ManifestFile | None = None,
-               observe_health: HealthObserver | None = None) -> Probe:
+               details: bool = True, known: KnownInstances | None = None,
+               manifest_file: ManifestFile | None = None) -> Probe:
     """Probe one port: ``/health`` under ``timeout_ms``; for a live game also its
-    screen and manifest. ``observe_health(port, health)`` is told of every live answer
-    before ``manifest_for`` runs (so a cache can notice a restarted game). Never raises."""
-    recorder = _KindRecorder(opener)
+    screen and manifest (from ``known`` when it is given, for loopback ports). Never raises."""
+    use_known = known is not None and host == DEFAULT_HOST
     try:
-        client = GameClient(port, host=host, timeout_ms=timeout_ms, opener=recorder)
-        health = client.health()
+        client = known.client(port) if known is not None and use_known else \
+            GameClient(port, host=host, timeout_ms=timeout_ms, opener=opener)
+        health = client.health(timeout_ms=timeout_ms)
     except GameOffline as exc:
-        if recorder.kind == "refused":
+        if exc.cause == "refused":
             return Probe("refused", "nothing is listening")
-        if recorder.kind == "timeout":
+        if exc.cause == "timeout":
             return Probe("unresponsive", f"accepted a connection but did not answer GET /health "
                                          f"within {timeout_ms}ms")
-        detail = recorder.detail or exc.message.splitlines()[0]
-        return Probe("unresponsive", f"the connection broke during GET /health ({detail})")
+        return Probe("unresponsive", f"the connection broke during GET /health ({exc.detail})")
     except NotAGameSurface as exc:
         return Probe("not-a-game", exc.detail)
     except Exception as exc:  # a probe never breaks a listing
         log.debug("probe of %s:%d failed", host, port, exc_info=True)
         return Probe("unresponsive", f"the probe failed ({type(exc).__name__}: {exc})"[:300])
     result = Probe("live", frame=as_int(health.get("frame")))
-    if observe_health is not None and host == DEFAULT_HOST:
-        try:
-            observe_health(port, health)
-        except Exception:
-            log.debug("health observer failed for port %d", port, exc_info=True)
     if not details:
         return result
     result.screen = short_text(health.get("screen"), SCREEN_LIMIT)
     if result.screen is None:
         result.screen = _screen_from_state(client, timeout_ms)
     try:
-        if manifest_for is not None and host == DEFAULT_HOST:
-            result.manifest = manifest_for(port)
+        if known is not None and use_known:
+            result.manifest = known.manifest(port, timeout_ms=KNOWN_MANIFEST_TIMEOUT_MS)
         else:
-            result.manifest, result.manifest_problem = _default_manifest(
-                client, max(timeout_ms, MIN_TOOLS_TIMEOUT_MS), manifest_file or ManifestFile(None))
+            result.manifest, result.manifest_problem = choose_manifest(
+                client, timeout_ms=max(timeout_ms, MIN_TOOLS_TIMEOUT_MS), manifest_file=manifest_file,
+                verify=False, strict_file=False)
     except Exception as exc:
         reason = exc.message.splitlines()[0] if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
         log.debug("manifest for port %d failed", port, exc_info=True)
@@ -260,5 +201,5 @@ def connect_sweep(addresses: list[tuple[str, int]], timeout_s: float) -> list[st
             selector.close()
     return results
 
-__all__ = ["CONNECT_BATCH", "DEFAULT_HOST", "DEFAULT_PROBE_TIMEOUT_MS", "HealthObserver",
-           "ManifestFor", "Probe", "connect_sweep", "probe_port"]
+__all__ = ["CONNECT_BATCH", "DEFAULT_HOST", "DEFAULT_PROBE_TIMEOUT_MS", "KnownInstances",
+           "Probe", "connect_sweep", "probe_port"]

@@ -36,9 +36,10 @@ from typing import Any, Callable, Collection, Mapping
 from ..config import parse_port_spec
 from ..errors import BridgeUsageError
 from ..jsonio import as_int
+from ..manifest.choose import ManifestFile
 from ..manifest.reader import fallback_manifest
-from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, HealthObserver, ManifestFor, Probe,
-                    ManifestFile, short_text, connect_sweep, probe_port)
+from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, KnownInstances, Probe,
+                    short_text, connect_sweep, probe_port)
 from .probe import CONNECT_BATCH, MIN_TOOLS_TIMEOUT_MS, SCREEN_LIMIT, STATE_SCREEN_MAX_BYTES  # noqa: F401
 from ..paths import registry_dir
 from ..registry import RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry
@@ -164,15 +165,13 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
 
 
 def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
-                   manifest_for: ManifestFor | None, manifest_file: ManifestFile,
-                   observe_health: HealthObserver | None) -> list[Probe]:
+                   known: KnownInstances | None, manifest_file: ManifestFile) -> list[Probe]:
     """Probe every target. With the real transport, a connect sweep settles the quiet
     ports first; an injected opener (tests, socket-less use) sees every probe."""
 
     def run(tgt: _Target) -> Probe:
         return probe_port(tgt.host, tgt.port, opener=opener, timeout_ms=timeout_ms,
-                          manifest_for=manifest_for, manifest_file=manifest_file,
-                          observe_health=observe_health)
+                          known=known, manifest_file=manifest_file)
 
     if opener is not loopback_opener:
         return _probe_all(ordered, run)
@@ -194,9 +193,8 @@ def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
 def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int | None = None,
              use_registry: bool | None = None, use_scan: bool | None = None, prune: bool = False,
              launched_ports: Collection[int] | Mapping[int, Any] = (),
-             manifest_for: ManifestFor | None = None,
-             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS,
-             observe_health: HealthObserver | None = None) -> dict[str, Any]:
+             known: KnownInstances | None = None,
+             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS) -> dict[str, Any]:
     """The ``list_instances`` report: ``registryDir``, ``live``, ``stale``, ``notAGame``,
     ``free`` (plus ``unresponsive``, ``registryProblems``, ``registryNote`` when there
     is something to say). Read-only unless ``prune`` is true.
@@ -205,10 +203,9 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
     ``environ`` and ``manifest_file``; ``use_registry``/``use_scan`` override the
     last two flags and ``range_spec`` the range (empty means the default).
 
-    ``manifest_for(port)`` is the Bridge's manifest cache (called from probe threads, so
-    it must be thread-safe and bounded in time); without it ``/tools`` is read here.
-    ``observe_health(port, health)`` sees each live ``/health`` answer first, so that
-    cache can drop a manifest when a frame went backwards. ``launched_ports`` (ports,
+    ``known`` is the Bridge (see :class:`~.probe.KnownInstances`): its own client for each
+    loopback port and its manifest cache, used from probe threads; without it each port
+    gets a fresh client and ``/tools`` is read here. ``launched_ports`` (ports,
     or a mapping port -> {pid, cwd, started}) are always probed and flagged
     ``launchedByThisBridge``.
 
@@ -245,7 +242,7 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
 
     ordered = sorted(targets.values(), key=lambda t: (t.port, t.host != DEFAULT_HOST, t.host))
     manifest_file = ManifestFile(getattr(config, "manifest_file", None))
-    probes = _probe_targets(ordered, opener, timeout_ms, manifest_for, manifest_file, observe_health)
+    probes = _probe_targets(ordered, opener, timeout_ms, known, manifest_file)
 
     live: list[dict[str, Any]] = []
     stale: list[dict[str, Any]] = []

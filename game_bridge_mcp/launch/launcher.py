@@ -313,7 +313,7 @@ class Launcher:
                 client.health(timeout_ms=int(max(0.05, min(1.0, deadline - time.monotonic())) * 1000))
                 return self._ready(inst, client)
             except GameOffline as exc:
-                last_problem = "connection refused" if "No game is answering" in exc.message else exc.message.split("\n")[0]
+                last_problem = "connection refused" if exc.cause == "refused" else exc.message.split("\n")[0]
             except NotAGameSurface as exc:
                 last_problem = exc.detail
             now = time.monotonic()

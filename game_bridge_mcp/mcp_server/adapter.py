@@ -128,8 +128,7 @@ class BridgeServer:
         self._session: Any = None
         self._token: Any = None
         self._eager_tools: dict[str, tuple[int, str]] = {}
-        if self.eager:
-            bridge.on_manifest_change = self._manifest_changed
+        self._manifest_changes_seen = bridge.manifest_changes
         if _SDK2:
             self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
                                  on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2)
@@ -171,7 +170,16 @@ class BridgeServer:
         self._eager_tools = mapping
         return tools
 
-    def _manifest_changed(self, port: int) -> None:
+    def _announce_manifest_changes(self) -> None:
+        """With --eager, tell the client when a manifest changed since the last look
+        (the Bridge counts changes; a worker thread calls this)."""
+        changes = self.bridge.manifest_changes
+        if not self.eager or changes == self._manifest_changes_seen:
+            return
+        self._manifest_changes_seen = changes
+        self._send_tools_changed()
+
+    def _send_tools_changed(self) -> None:
         session, token = self._session, self._token
         if session is None or token is None:
             return
@@ -182,8 +190,8 @@ class BridgeServer:
 
     def refresh_eager(self) -> None:
         """One refresh cycle of --eager (a worker thread runs it every EAGER_REFRESH_S):
-        re-read every advertised game's manifest (a change fires list_changed through the
-        Bridge's hook) and announce instances that appeared or went away."""
+        re-read every advertised game's manifest (a change is announced with list_changed)
+        and announce instances that appeared or went away."""
         before = set(self._eager_tools)
         for port in sorted({p for p, _ in self._eager_tools.values()}):
             try:
@@ -194,7 +202,8 @@ class BridgeServer:
         if ports_now != {p for p, _ in self._eager_tools.values()} or not before:
             self._eager_tool_list()
             if set(self._eager_tools) != before:
-                self._manifest_changed(0)
+                self._send_tools_changed()
+        self._announce_manifest_changes()
 
     async def eager_loop(self) -> None:
         while True:
@@ -207,14 +216,17 @@ class BridgeServer:
     # ------------------------------------------------------------------ calls
     def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
         """Runs in a worker thread."""
-        if self.eager and name not in {t.name for t in TOOLS}:
-            if name in {t.name for t in BRIDGE_TOOLS}:
-                return self.bridge.call_tool(name=name, arguments=arguments, port=None)
-            target = self._eager_tools.get(name)
-            if target is not None:
-                port, tool = target
-                return self.bridge.call_tool(name=tool, arguments=arguments, port=port)
-        return self.bridge.run_tool(name, arguments, progress=progress)
+        try:
+            if self.eager and name not in {t.name for t in TOOLS}:
+                if name in {t.name for t in BRIDGE_TOOLS}:
+                    return self.bridge.call_tool(name=name, arguments=arguments, port=None)
+                target = self._eager_tools.get(name)
+                if target is not None:
+                    port, tool = target
+                    return self.bridge.call_tool(name=tool, arguments=arguments, port=port)
+            return self.bridge.run_tool(name, arguments, progress=progress)
+        finally:
+            self._announce_manifest_changes()
 
     async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
         self._session = session

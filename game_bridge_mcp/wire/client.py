@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import logging
 import math
 import threading
 import time
@@ -41,10 +42,12 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..config import port_number
 from ..jsonio import as_int, decode_json
-from ..errors import BridgeUsageError, CommandTimeout, GameOffline, NotAGameSurface
+from ..errors import BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface
 from .frames import FrameClock
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
                         TransportError, loopback_opener)
+
+log = logging.getLogger(__name__)
 
 #: Poll intervals (seconds): the first poll is immediate, then these grow to the cap.
 FIRST_INTERVAL_S = 0.0002
@@ -107,17 +110,40 @@ class GameClient:
         self._open: Opener = opener or loopback_opener
         self._clock = clock
         self._sleep = sleep
-        #: Learned about this game: does /health carry completedCommandId? what does /state
-        #: (and /health) cost? when do its frames start? does it apply commands between frames?
-        self.health_has_completed_id: bool | None = None
-        self.state_cost_s: float = 0.0
-        self.health_cost_s: float = 0.0
+        #: When its frames start; learned from every answer (see wire/frames.py).
         self.frames = FrameClock()
-        self.applies_between_frames = False
+        #: Bumped whenever what was learned about the game is forgotten: a restart seen in
+        #: an answer (``frame`` went backwards) or :meth:`forget`. Caches of what a game
+        #: said (the Bridge's manifest) are valid for one generation.
+        self.generation = 0
+        self._relearn()
         self._local = threading.local()
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {"requests": 0, "bytes": 0, "stateFetches": 0}
         self._stats_lock = threading.Lock()
+
+    # ----------------------------------------------------------------- what is known
+    def _relearn(self) -> None:
+        """Forget what was learned about the game's answers (its frame clock aside)."""
+        #: Does /health carry completedCommandId? (None: not asked yet.)
+        self.health_has_completed_id: bool | None = None
+        #: What the last /state and /health cost (seconds).
+        self.state_cost_s = 0.0
+        self.health_cost_s = 0.0
+        #: Does it apply commands between frames (so a frame need not be waited for)?
+        self.applies_between_frames = False
+
+    def forget(self) -> None:
+        """Forget everything learned about the game (it went offline, was stopped, or
+        another process may answer on the port next); starts a new generation."""
+        self.frames.reset()
+        self._relearn()
+        self.generation += 1
+
+    @property
+    def last_frame(self) -> int | None:
+        """The newest frame any answer reported (in this generation)."""
+        return self.frames.last_frame
 
     # ----------------------------------------------------------------- plumbing
     @contextlib.contextmanager
@@ -140,8 +166,10 @@ class GameClient:
         """Feed the frame an answer reported to the frame clock (``sent``: when the
         request went out; ``arrived``: when the answer was in, before decoding it)."""
         frame = as_int(doc.get("frame")) if isinstance(doc, dict) else None
-        if frame is not None:
-            self.frames.observe(frame, sent, arrived)
+        if frame is not None and self.frames.observe(frame, sent, arrived):
+            log.info("port %s: frame went back to %s: a new process; forgetting what was learned", self.port, frame)
+            self._relearn()
+            self.generation += 1
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int) -> HttpResponse:
         opener = getattr(self._local, "opener", None) or self._open
@@ -149,8 +177,11 @@ class GameClient:
             response = opener(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes)
         except TransportError as exc:
             raise self._translate(exc, path, timeout_s) from None
-        except OSError as exc:  # an injected opener may raise plain socket errors
+        except ConnectionRefusedError as exc:  # an injected opener may raise plain socket errors
             raise GameOffline(self.port, launch_hint=self.launch_hint, detail=f"GET {path}: {exc}") from None
+        except OSError as exc:
+            raise GameOffline(self.port, cause="reset", endpoint=path.split("?")[0], detail=str(exc),
+                              launch_hint=self.launch_hint) from None
         with self._stats_lock:
             self.stats["requests"] += 1
             self.stats["bytes"] += len(response.body)
@@ -162,19 +193,9 @@ class GameClient:
 
     def _translate(self, exc: TransportError, path: str, timeout_s: float) -> Exception:
         endpoint = path.split("?")[0]
-        if exc.kind == "refused":
-            return GameOffline(self.port, launch_hint=self.launch_hint)
-        if exc.kind == "timeout":
-            return GameOffline(
-                self.port,
-                f"Port {self.port} accepted the connection but GET {endpoint} did not complete "
-                f"within {timeout_s * 1000:.0f}ms: the game is frozen, stopped in a debugger, or "
-                "too busy to answer. Try again, or raise --timeout.", suggest_start=False)
-        if exc.kind == "reset":
-            return GameOffline(
-                self.port,
-                f"The connection to port {self.port} broke during GET {endpoint} ({exc.detail}): "
-                "the game may have crashed or be restarting.", launch_hint=self.launch_hint)
+        if exc.kind in GameOffline.CAUSES:
+            return GameOffline(self.port, cause=exc.kind, endpoint=endpoint, detail=exc.detail or None,
+                               timeout_ms=timeout_s * 1000, launch_hint=self.launch_hint)
         return NotAGameSurface(self.port, f"{_health_prefix(endpoint)}gave an unusable answer: {exc.detail}", path=endpoint)
 
     def _json(self, response: HttpResponse, path: str) -> Any:
@@ -201,9 +222,9 @@ class GameClient:
         if not isinstance(body, dict) or body.get("ok") is not True:
             shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
+        self._observe(body, sent, arrived)  # first: a restart forgets what was learned
         self.health_has_completed_id = as_int(body.get("completedCommandId")) is not None
         self.health_cost_s = arrived - sent
-        self._observe(body, sent, arrived)
         return body
 
     def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
@@ -214,8 +235,8 @@ class GameClient:
         if response.status != 200:
             raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/state")
         body = self._json(response, "/state")
+        self._observe(body, started, arrived)  # first: a restart forgets what was learned
         self.state_cost_s = self._clock() - started
-        self._observe(body, started, arrived)
         with self._stats_lock:
             self.stats["stateFetches"] += 1
         if not isinstance(body, dict):
@@ -235,8 +256,8 @@ class GameClient:
                 timeout_ms: int | None = None) -> dict:
         """``GET /command?cmd=...&arg=...``: the raw answer (queued, not yet applied).
 
-        Raises BridgeUsageError when the game rejects the command (its answer is kept in
-        the error's fields, ``answer``)."""
+        Raises CommandRejected when the game refuses the command (its answer is the
+        error's ``answer``)."""
         if not isinstance(cmd, str) or not cmd:
             raise BridgeUsageError("A command name must be a non-empty string.")
         query: list[tuple[str, str]] = [("cmd", cmd)]
@@ -258,9 +279,7 @@ class GameClient:
             raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/command")
         if body.get("accepted") is False or response.status != 200:
             reason = body.get("error") or body.get("message") or body.get("reason") or f"HTTP {response.status}"
-            raise BridgeUsageError(
-                f"The game on port {self.port} rejected command '{cmd}': {str(reason)[:300]}.",
-                port=self.port, command=cmd, rejected=True, answer=body)
+            raise CommandRejected(self.port, cmd, str(reason)[:300], body)
         self._observe(body, sent, arrived)
         return body
 

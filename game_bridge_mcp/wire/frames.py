@@ -96,9 +96,10 @@ class FrameClock:
         last = self._last
         return None if last is None else last.frame
 
-    def observe(self, frame: int, sent: float, received: float) -> None:
+    def observe(self, frame: int, sent: float, received: float) -> bool:
         """An answer reported ``frame``; the request was sent at ``sent`` and its answer
-        arrived at ``received`` (the caller's clock)."""
+        arrived at ``received`` (the caller's clock). True when the frame went backwards
+        in an answer asked for after a newer frame was seen: a new process on the port."""
         if received < sent:
             sent, received = received, sent
         seen = _Seen(int(frame), sent, received)
@@ -108,13 +109,15 @@ class FrameClock:
                 if seen.sent >= last.received:
                     self._forget()  # asked after a newer frame was seen: a new process
                     self._last = self._coarse = seen
-                return  # an answer overtaken by a newer one (another thread): nothing to learn
+                    return True
+                return False  # an answer overtaken by a newer one (another thread): nothing to learn
             self._check(seen)
             if last is not None and seen.frame == last.frame + 1 and seen.sent >= last.sent:
                 self._transition(seen.frame, last.middle, seen.middle)
             self._learn_coarse(seen)
             if last is None or seen.received >= last.received:
                 self._last = seen
+            return False
 
     def next_frame_at(self, frame: int) -> float | None:
         """When frame ``frame + 1`` is predicted to start, or None when unknown."""
