@@ -36,9 +36,10 @@ STAR_RADIUS, STAR_SPEED, SPAWN_EVERY = 10, 3, 45
 class World:
     """The rules, independent of pygame's display (a test can tick it directly)."""
 
-    def __init__(self, seed: int = 1) -> None:
+    def __init__(self, seed: int = 1, size: tuple[int, int] = (WIDTH, HEIGHT)) -> None:
         self.rng = random.Random(seed)
-        self.x = WIDTH // 2
+        self.width, self.height = size
+        self.x = self.width // 2
         self.score = 0
         self.lives = 3
         self.stars: list[list[int]] = []
@@ -50,7 +51,7 @@ class World:
         return self.lives <= 0
 
     def move(self, dx: int) -> None:
-        self.x = max(CATCHER_W // 2, min(WIDTH - CATCHER_W // 2, self.x + dx))
+        self.x = max(CATCHER_W // 2, min(self.width - CATCHER_W // 2, self.x + dx))
 
     def update(self) -> None:
         if self.over:
@@ -58,24 +59,24 @@ class World:
         self.ticks += 1
         self.move(self.held * CATCHER_SPEED)
         if self.ticks % SPAWN_EVERY == 1:
-            self.stars.append([self.rng.randrange(STAR_RADIUS, WIDTH - STAR_RADIUS), -STAR_RADIUS])
-        top = HEIGHT - 40
+            self.stars.append([self.rng.randrange(STAR_RADIUS, self.width - STAR_RADIUS), -STAR_RADIUS])
+        top = self.height - 40
         for star in list(self.stars):
             star[1] += STAR_SPEED
             if star[1] + STAR_RADIUS >= top and abs(star[0] - self.x) <= CATCHER_W // 2 + STAR_RADIUS:
                 self.stars.remove(star)
                 self.score += 1
-            elif star[1] - STAR_RADIUS > HEIGHT:
+            elif star[1] - STAR_RADIUS > self.height:
                 self.stars.remove(star)
                 self.lives -= 1
 
     def draw(self, screen: Any, font: Any) -> None:
         screen.fill((12, 14, 30))
-        pygame.draw.rect(screen, (40, 44, 70), (0, HEIGHT - 24, WIDTH, 24))
+        pygame.draw.rect(screen, (40, 44, 70), (0, self.height - 24, self.width, 24))
         for x, y in self.stars:
             pygame.draw.circle(screen, (255, 220, 60), (x, y), STAR_RADIUS)
         pygame.draw.rect(screen, (80, 170, 255),
-                         (self.x - CATCHER_W // 2, HEIGHT - 40, CATCHER_W, CATCHER_H), border_radius=6)
+                         (self.x - CATCHER_W // 2, self.height - 40, CATCHER_W, CATCHER_H), border_radius=6)
         label = f"score {self.score}   lives {self.lives}" + ("   GAME OVER" if self.over else "")
         screen.blit(font.render(label, True, (235, 235, 240)), (12, 10))
 
@@ -90,15 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug-port", type=int, default=None, help="serve the game-bridge surface here (0: any)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hz", type=int, default=60)
+    parser.add_argument("--size", default=f"{WIDTH}x{HEIGHT}", help="window size WxH (default 640x480)")
     parser.add_argument("--window", action="store_true", help="open a real window")
     args = parser.parse_args(argv)
+    try:
+        size = tuple(int(n) for n in args.size.lower().split("x"))
+        assert len(size) == 2 and min(size) >= 100
+    except (ValueError, AssertionError):
+        parser.error(f"--size must be WxH, each at least 100, not {args.size!r}")
 
     pygame.init()
-    screen = pygame.display.set_mode((WIDTH, HEIGHT))
+    screen = pygame.display.set_mode(size)
     pygame.display.set_caption("Star Catcher")
     font = pygame.font.Font(None, 28)
     clock = pygame.time.Clock()
-    world = World(args.seed)
+    world = World(args.seed, (size[0], size[1]))
 
     bridge = GameBridge("Star Catcher", "1.0", state=world.state,            # bridge
                         screenshot=lambda: screen)                            # bridge
