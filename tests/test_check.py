@@ -63,7 +63,7 @@ def test_the_demo_game_passes_every_check(registry: dict[str, str]) -> None:
         assert result.code == 0, result
         assert not result.levels("WARN") and not result.levels("FAIL"), result
         for fragment in ('GET /health answers {"ok": true', "frame increases", "GET /state answers",
-                         "completedCommandId, simFrame, paused, ui.screen (MenuScreen)", "GET /tools parses: 7 tools",
+                         "completedCommandId, simFrame, paused, ui.screen (MenuScreen)", "GET /tools parses: 9 tools",
                          "an unknown command is refused", "/command?cmd=noop is queued at once",
                          "completedCommandId reached", f"port {demo.port}, pid {demo.proc.pid}",
                          "foreign Host header is refused", "Origin header is refused",

@@ -120,16 +120,19 @@ def test_screens_buttons_and_pause() -> None:
         game.drop(0)
     with pytest.raises(RuleError, match="visible buttons: Start"):
         game.click("Pause")
-    game.click("Start")
+    assert game.click("Start") == {"screen": "GameScreen", "seed": 3, "current": PIECES[game.current],
+                                   "next": PIECES[game.next]}
     assert game.screen == "GameScreen" and game.state == "RUNNING"
-    game.click("Pause")
+    # Pause and Resume ask the clock (the kit's in the real program, the game's own here).
+    assert game.click("Pause") == {"screen": "GameScreen", "paused": True}
     assert game.paused and {"label": "Resume", "visible": True, "kind": "button"} in game.elements()
+    with pytest.raises(RuleError, match="visible buttons: Resume, Restart, Menu"):
+        game.click("Pause")
     game.drop(0)
-    frames = game.sim_frame
     for _ in range(20):
-        game.tick()
-    assert game.sim_frame == frames and game.moving == 1  # paused: nothing moves
-    game.click("Resume")
+        game.tick()  # paused: nothing moves
+    assert game.moving == 1 and game.falling == []
+    assert game.click("Resume") == {"screen": "GameScreen", "paused": False}
     settle(game)
     game.click("Pause")
     game.click("Menu")
@@ -138,14 +141,18 @@ def test_screens_buttons_and_pause() -> None:
         FruitMerge.column_for(4)
 
 
-def test_hold_swaps_pieces() -> None:
+def test_hold_swaps_pieces_once_per_drop() -> None:
     game = FruitMerge(5)
     game.new_round()
     current, following = game.current, game.next
-    game.hold()
+    assert game.hold() == {"held": PIECES[current], "current": PIECES[following], "next": PIECES[game.next]}
     assert game.held == current and game.current == following
+    with pytest.raises(RuleError, match="one hold per drop"):
+        game.hold()
+    game.drop(0)
+    dropped_next = game.current
     game.hold()
-    assert game.held == following and game.current == current
+    assert game.held == dropped_next and game.current == current
 
 
 def test_screenshot_completes_some_frames_later(tmp_path: Path) -> None:
@@ -173,9 +180,9 @@ def test_the_demo_manifest_is_clean_and_has_both_toolsets() -> None:
     bridge = build(FruitMerge(1), register=False)
     manifest = normalise_manifest(bridge.manifest())
     assert not manifest.dropped and not manifest.problems
-    assert manifest.toolset_names() == ["play", "flow"]
+    assert manifest.toolset_names() == ["play", "flow", "clock"]
     assert {t.name for t in manifest.tools()} == {"drop", "hold", "click", "restart", "set_seed",
-                                                  "pause", "screenshot"}
+                                                  "screenshot", "pause", "resume", "step"}
     # Confirmed when queued, so a wait_for on screenshots.pending that follows it cannot
     # match before the screenshot was even queued.
     assert manifest.find("screenshot").sync is True
@@ -231,8 +238,8 @@ def test_the_demo_program_serves_the_contract_and_closes_cleanly(tmp_path: Path)
         done = wait_for(client, lambda s: s["screenshots"]["pending"] == 0)
         assert Path(done["screenshots"]["last"]) == shots / "first.txt"
         assert any(e["m"] == "screenshot:saved" for e in done["events"])
-        rejected = client.command_and_sync("drop", {"x": 9})
-        assert rejected["state"]["lastCommand"]["ok"] is False
+        with pytest.raises(Exception, match="between -3 and 3"):  # refused by the declared range
+            client.command_and_sync("drop", {"x": 9})
         assert client.close_and_wait(5000) is True
         assert demo.wait(10) == 0
         assert read_registry(instances).entries == []

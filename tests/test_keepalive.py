@@ -232,7 +232,7 @@ def kit_game() -> Iterator[tuple[GameBridge, list[int]]]:
 
     game.start(0)
     accepted = [0]
-    server = game._server
+    server = game._serving.server
     assert server is not None
     original = server.get_request
 

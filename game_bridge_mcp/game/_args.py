@@ -7,8 +7,16 @@ two are derived from one place, the function itself, and cannot drift apart. Pur
 threads, no sockets.
 
 Supported parameter types: ``int``, ``float``, ``bool``, ``str`` (``Optional[...]`` of
-those too), plus ``typing.Annotated[T, "description"]`` for an argument's description.
-An unannotated parameter takes its type from its default, else it is a string.
+those too) and ``Literal[...]`` of strings or numbers (its values are the choices).
+``typing.Annotated[T, "description", Arg(...)]`` adds a description and the values it
+takes: ``Arg(minimum=-3, maximum=3)`` (or ``Range(-3, 3)``) and ``Arg(choices=[...])``.
+The same :class:`Arg` may be given in ``args={"x": Arg(...)}`` instead. An unannotated
+parameter takes its type from its default, else it is a string.
+
+What is declared is both published and enforced: ``/tools`` carries ``enum``,
+``minimum`` and ``maximum`` on the argument and an exact ``inputSchema`` (with
+``additionalProperties: false``, since unknown arguments are refused), and ``/command``
+refuses a value outside them with a 400 that says so.
 """
 
 from __future__ import annotations
@@ -17,8 +25,8 @@ import inspect
 import math
 import re
 import typing
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
 
 #: Python type -> JSON Schema type name used in the manifest.
 TYPE_NAMES: dict[type, str] = {int: "integer", float: "number", bool: "boolean", str: "string"}
@@ -43,6 +51,32 @@ class ArgumentError(ValueError):
 
 
 @dataclass(frozen=True)
+class Arg:
+    """What an argument is and which values it takes, declared with the command:
+    ``x: Annotated[float, Arg("World x", minimum=-3, maximum=3)]``, or in the command's
+    ``args={"x": Arg(...)}``. ``choices`` is published as JSON Schema ``enum``. A field
+    left None says nothing."""
+
+    description: str | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: Sequence[Any] | None = None
+
+
+def Range(minimum: float | None = None, maximum: float | None = None) -> Arg:  # noqa: N802 - reads as a type
+    """``Annotated[int, Range(1, 10)]``: the argument's bounds, both inclusive."""
+    return Arg(minimum=minimum, maximum=maximum)
+
+
+def _merge(first: Arg, second: Arg) -> Arg:
+    """``second``'s fields where they are set, else ``first``'s."""
+    return Arg(description=second.description if second.description is not None else first.description,
+               minimum=second.minimum if second.minimum is not None else first.minimum,
+               maximum=second.maximum if second.maximum is not None else first.maximum,
+               choices=second.choices if second.choices is not None else first.choices)
+
+
+@dataclass(frozen=True)
 class ArgSpec:
     """One declared argument of a command."""
 
@@ -50,15 +84,58 @@ class ArgSpec:
     kind: type
     description: str = ""
     default: Any = NO_DEFAULT
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] | None = None
 
     @property
     def required(self) -> bool:
         return self.default is NO_DEFAULT
 
     def manifest(self) -> dict[str, Any]:
-        """The ``args[]`` entry: ``{name, type, description, required, default}``."""
-        return {"name": self.name, "type": TYPE_NAMES[self.kind], "description": self.description,
-                "required": self.required, "default": None if self.required else self.default}
+        """The ``args[]`` entry: ``{name, type, description, required, default}``, plus
+        ``enum``, ``minimum``, ``maximum`` when declared."""
+        entry = {"name": self.name, "type": TYPE_NAMES[self.kind], "description": self.description,
+                 "required": self.required, "default": None if self.required else self.default}
+        entry.update(self._keywords())
+        return entry
+
+    def _keywords(self) -> dict[str, Any]:
+        keywords: dict[str, Any] = {}
+        if self.choices is not None:
+            keywords["enum"] = list(self.choices)
+        if self.minimum is not None:
+            keywords["minimum"] = self.minimum
+        if self.maximum is not None:
+            keywords["maximum"] = self.maximum
+        return keywords
+
+    def schema(self) -> dict[str, Any]:
+        """This argument's JSON Schema property."""
+        prop: dict[str, Any] = {"type": TYPE_NAMES[self.kind]}
+        if self.description:
+            prop["description"] = self.description
+        prop.update(self._keywords())
+        if not self.required and self.default is not None:
+            prop["default"] = self.default
+        return prop
+
+    def check(self, value: Any, command: str) -> Any:
+        """``value`` if it is within the declared choices and bounds, else ArgumentError."""
+        where = f"argument {self.name!r} of {command!r}"
+        if self.choices is not None and value not in self.choices:
+            shown = ", ".join(_show_default(choice) for choice in self.choices)
+            raise ArgumentError(f"{where} must be one of {shown} (got {_show_default(value)})")
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            if low is not None and high is not None:
+                bound = f"between {_show_number(low)} and {_show_number(high)}"
+            elif low is not None:
+                bound = f"at least {_show_number(low)}"
+            else:
+                bound = f"at most {_show_number(high)}"
+            raise ArgumentError(f"{where} must be {bound} (got {_show_number(value)})")
+        return value
 
 
 @dataclass(frozen=True)
@@ -76,10 +153,21 @@ class CommandSpec:
 
     def manifest(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name, "description": self.description,
-                                 "args": [arg.manifest() for arg in self.args]}
+                                 "args": [arg.manifest() for arg in self.args],
+                                 "inputSchema": self.input_schema()}
         if not self.sync:
             entry["sync"] = False
         return entry
+
+    def input_schema(self) -> dict[str, Any]:
+        """The exact JSON Schema of the arguments ``/command`` accepts."""
+        schema: dict[str, Any] = {"type": "object",
+                                  "properties": {arg.name: arg.schema() for arg in self.args}}
+        required = [arg.name for arg in self.args if arg.required]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = self.accepts_extra
+        return schema
 
     def signature_text(self) -> str:
         """``drop(x: number, settle: boolean = true)`` for error messages."""
@@ -97,7 +185,14 @@ def _show_default(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "null"
-    return repr(value) if isinstance(value, str) else str(value)
+    return repr(value) if isinstance(value, str) else _show_number(value)
+
+
+def _show_number(value: Any) -> str:
+    """``3`` for 3.0, ``2.5`` for 2.5: numbers as an agent would write them."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
 
 
 def check_name(name: str, what: str) -> str:
@@ -140,24 +235,69 @@ def _docstring_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return summary, arg_help
 
 
-def _unwrap(annotation: Any) -> tuple[Any, str]:
-    """``Annotated[Optional[T], "help"]`` -> (T, "help")."""
-    description = ""
+def _unwrap(annotation: Any) -> tuple[Any, Arg]:
+    """``Annotated[Optional[T], "help", Arg(...)]`` -> (T, Arg); ``Literal[...]`` -> the
+    type of its values, with them as the choices."""
+    declared = Arg()
     if typing.get_origin(annotation) is typing.Annotated:
         base, *extras = typing.get_args(annotation)
-        description = next((e for e in extras if isinstance(e, str)), "")
+        for extra in extras:
+            if isinstance(extra, str) and declared.description is None:
+                declared = replace(declared, description=extra)
+            elif isinstance(extra, Arg):
+                declared = _merge(declared, extra)
         annotation = base
     origin = typing.get_origin(annotation)
     if origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(members) == 1:
             annotation = members[0]
-    return annotation, description
+    if typing.get_origin(annotation) is typing.Literal:
+        values = typing.get_args(annotation)
+        kinds = {type(value) for value in values}
+        if len(kinds) != 1 or next(iter(kinds)) not in TYPE_NAMES:
+            raise TypeError(f"Literal{list(values)!r} mixes types or holds a type the kit cannot "
+                            "take; use strings, or numbers of one type")
+        annotation = next(iter(kinds))
+        declared = _merge(Arg(choices=values), declared)
+    return annotation, declared
+
+
+def _constrained(spec: ArgSpec, declared: Arg, command: str) -> ArgSpec:
+    """``spec`` with ``declared``'s bounds and choices, checked against its type and default."""
+    where = f"Command {command!r}: argument {spec.name!r}"
+    low, high, choices = declared.minimum, declared.maximum, declared.choices
+    if low is not None or high is not None:
+        if spec.kind not in (int, float):
+            raise TypeError(f"{where} is a {TYPE_NAMES[spec.kind]}; only numbers take a minimum or maximum")
+        for bound in (low, high):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))
+                                      or not math.isfinite(bound)):
+                raise TypeError(f"{where}: a bound must be a finite number, not {bound!r}")
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"{where}: minimum {low} is above maximum {high}")
+    values: tuple[Any, ...] | None = None
+    if choices is not None:
+        values = tuple(choices)
+        if not values or len(values) > 100:
+            raise ValueError(f"{where}: give 1 to 100 choices, not {len(values)}")
+        for value in values:
+            fits = (type(value) is spec.kind or
+                    (spec.kind is float and type(value) is int))
+            if not fits:
+                raise TypeError(f"{where}: choice {value!r} is not a {TYPE_NAMES[spec.kind]}")
+    checked = replace(spec, minimum=low, maximum=high, choices=values)
+    if not checked.required and checked.default is not None:
+        try:
+            checked.check(checked.default, command)
+        except ArgumentError as exc:
+            raise ValueError(f"{where}: its default does not fit ({exc})") from None
+    return checked
 
 
 def spec_from_function(func: Callable[..., Any], *, name: str | None = None,
                        description: str | None = None, toolset: str | None = "play",
-                       sync: bool = True, args: Mapping[str, str] | None = None,
+                       sync: bool = True, args: Mapping[str, "str | Arg"] | None = None,
                        listed: bool = True) -> CommandSpec:
     """Read a command's name, description and typed arguments from ``func``.
 
@@ -169,11 +309,19 @@ def spec_from_function(func: Callable[..., Any], *, name: str | None = None,
     if toolset is not None:
         check_name(toolset, "Toolset name")
     summary, doc_help = _docstring_parts(func)
-    arg_help = {**doc_help, **dict(args or {})}
+    given = {key: value if isinstance(value, Arg) else Arg(description=str(value))
+             for key, value in dict(args or {}).items()}
+    unknown = sorted(set(given) - set(inspect.signature(func).parameters))
+    if unknown:
+        raise ValueError(f"Command {command_name!r}: args= names {unknown[0]!r}, which is not one "
+                         "of its parameters")
     try:
         hints = typing.get_type_hints(func, include_extras=True)
     except Exception as exc:
-        raise TypeError(f"Command {command_name!r}: cannot resolve its type annotations ({exc}).") from None
+        hint = (" Names used in annotations must be importable from the function's module (with "
+                "'from __future__ import annotations' they are evaluated there, not where the function "
+                "is defined); or declare bounds with args={...: Arg(...)}." if isinstance(exc, NameError) else "")
+        raise TypeError(f"Command {command_name!r}: cannot resolve its type annotations ({exc}).{hint}") from None
     specs: list[ArgSpec] = []
     accepts_extra = False
     for param in inspect.signature(func).parameters.values():
@@ -188,14 +336,20 @@ def spec_from_function(func: Callable[..., Any], *, name: str | None = None,
                              "(the contract reserves 'cmd' for the command and 'port' for the instance).")
         check_name(param.name, f"Command {command_name!r}: argument name")
         default = NO_DEFAULT if param.default is param.empty else param.default
-        annotation, help_text = _unwrap(hints.get(param.name, param.empty))
+        try:
+            annotation, declared = _unwrap(hints.get(param.name, param.empty))
+        except TypeError as exc:
+            raise TypeError(f"Command {command_name!r}: argument {param.name!r}: {exc}") from None
+        if param.name in doc_help and doc_help[param.name]:  # the docstring's text beats Annotated's
+            declared = replace(declared, description=doc_help[param.name])
+        declared = _merge(declared, given.get(param.name, Arg()))  # and args= beats both
         if annotation is param.empty or annotation is Any:
             annotation = type(default) if type(default) in TYPE_NAMES else str
         if annotation not in TYPE_NAMES:
             raise TypeError(f"Command {command_name!r}: argument {param.name!r} has type {annotation!r}; "
-                            "the kit supports int, float, bool and str.")
-        specs.append(ArgSpec(param.name, annotation, arg_help.get(param.name, help_text) or help_text,
-                             default))
+                            "the kit supports int, float, bool, str and Literal of those.")
+        spec = ArgSpec(param.name, annotation, declared.description or "", default)
+        specs.append(_constrained(spec, declared, command_name))
     text = description if description is not None else summary
     return CommandSpec(command_name, func, text or f"Runs the game's {command_name!r} command.",
                        toolset, tuple(specs), sync, accepts_extra, listed)
@@ -249,7 +403,7 @@ def convert_query(spec: CommandSpec, query: Mapping[str, list[str]]) -> dict[str
                 continue
             known = ", ".join(declared) or "none"
             raise ArgumentError(f"{spec.name!r} has no argument {key!r} (its arguments: {known})")
-        kwargs[key] = convert_value(arg, values[0], spec.name)
+        kwargs[key] = arg.check(convert_value(arg, values[0], spec.name), spec.name)
     missing = [arg.name for arg in spec.args if arg.required and arg.name not in kwargs]
     if missing:
         raise ArgumentError(f"{spec.name!r} needs argument{'s' if len(missing) > 1 else ''} "

@@ -3,29 +3,31 @@
 Why it exists: every game that wants to be drivable needs the same HTTP surface
 (``/health``, ``/state``, ``/command``, ``/tools``), the same fire-and-forget command
 queue drained on the game's own thread, ``completedCommandId``, a manifest that matches
-the commands, a registry entry and a clean ``close``. Getting those subtly wrong (a
+the commands, a registry entry and a clean ``close``, and the extensions an agent needs
+(``results``, ``after``, ``view``, ``events``, ``clock``). Getting those subtly wrong (a
 command applied on the HTTP thread, a ``/state`` read mid-update, an entry written
 before the port is bound) is what makes agents' tests flaky. Here they are done once.
 
 Usage::
 
-    bridge = GameBridge("My Game", "1.0", state=lambda: {"game": {"score": world.score}})
+    bridge = GameBridge("My Game", "1.0", state=lambda: {"game": {"score": world.score}},
+                        description="Stack crates; the tower falling ends the round.",
+                        clock=True)
 
     @bridge.command(description="Drop the held piece at world x.", toolset="play")
-    def drop(x: float, settle: bool = True) -> None:
-        world.drop(x)
+    def drop(x: Annotated[float, Range(-3, 3)]) -> dict:
+        return world.drop(x)                   # the command's result, for the agent
 
     bridge.start(debug_port_from_argv())      # binds 127.0.0.1, then registers
-    while bridge.running:                      # until an agent sends close
-        bridge.pump()                          # applies queued commands, on this thread
-        world.step()
+    bridge.run(world.update, hz=60)            # until an agent sends close
 
 Threading model (the choice this module makes, and what it asks of the game):
 
 * HTTP requests are answered on server threads. ``/command`` converts and validates the
   arguments there and answers at once with a ``commandId``; the command itself runs
   later, inside :meth:`GameBridge.pump`, on whichever thread calls it (the game
-  thread). ``completedCommandId`` is published as each command finishes.
+  thread). Commands complete in queue order (:mod:`._outcomes`); a request held with
+  ``after`` is released the moment its command completes.
 * ``/state`` is built **on request**, by calling the game's state function on the HTTP
   thread while holding :attr:`GameBridge.lock`. ``pump()`` holds the same (reentrant)
   lock while it applies commands, and :meth:`GameBridge.run` holds it while it calls
@@ -33,193 +35,111 @@ Threading model (the choice this module makes, and what it asks of the game):
   that mutates its world outside ``pump()`` should do so inside ``with bridge.lock:``
   (or have its state function copy what it reads). The snapshot is encoded to JSON
   under the lock too, so it may reference live lists and dicts.
-* ``/health`` takes no lock: it reads two integers, so it stays cheap while the game
+* ``/health`` takes no lock: it reads a few integers, so it stays cheap while the game
   is busy.
+* With ``clock=True`` the game's update runs only when the clock says so
+  (:meth:`GameBridge.sim_dt`): not while paused, except for the frames a ``step`` owes.
 
-Standard library only. The registry writer (:mod:`game_bridge_mcp.registration`) is
-imported when the server starts, not when this module is imported.
+Standard library only. The registry writer is imported when the server starts, not
+when this module is imported.
 """
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import enum
-import itertools
-import json
 import logging
-import math
 import os
-import queue
-import sys
 import threading
-import time
-import urllib.parse
-import uuid
-from pathlib import PurePath
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
-from ._args import ArgumentError, CommandSpec, check_name, convert_query, spec_from_function
-from ._http import KitHttpServer, RouteAnswer, json_bytes
+from . import _loop
+from ._args import Arg, spec_from_function
+from ._clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
+from ._commands import PROTOCOL, CommandQueue, CommandTable
+from ._events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
+from ._http import RouteAnswer, json_bytes
+from ._outcomes import Outcomes, Pending
+from ._ports import DEBUG_PORT_ENV, debug_port_from_argv
+from ._routes import Handler, kit_routes
 from ._screenshot import WAIT_S as SCREENSHOT_WAIT_S
 from ._screenshot import Capture, Screenshots
+from ._serving import Serving
+from ._state import RawJson, digest_view, encode_state, full_view
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 StateFn = Callable[[], Mapping[str, Any]]
 
-#: The manifest document version the kit writes (``game.protocol``).
-PROTOCOL = 1
-#: Default size of the recent-events buffer published in ``/state``.
-DEFAULT_MAX_EVENTS = 64
-#: Default environment variable read by :func:`debug_port_from_argv`.
-DEBUG_PORT_ENV = "GAME_BRIDGE_DEBUG_PORT"
-#: Keys of ``/state`` that the kit owns (a state function's keys of these names are replaced).
-KIT_STATE_KEYS = ("frame", "simFrame", "completedCommandId", "events", "lastCommand")
-
-
-class RawJson:
-    """Already-encoded JSON to embed in ``/state`` as is (a large part that rarely
-    changes, encoded once rather than on every request). The game vouches that
-    ``text`` is one valid JSON value."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str | bytes) -> None:
-        self.text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
-
-
-def _finite(value: Any) -> Any:
-    """A copy of ``value`` with NaN and infinities replaced by None (strict JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
-
-
-def encode_state(doc: Any) -> bytes:
-    """Strict JSON for ``/state``: NaN/Infinity become null, dataclasses, enums, sets and
-    paths are converted, :class:`RawJson` is spliced in verbatim. Raises TypeError or
-    ValueError (with the offending type) for anything else."""
-    raw: dict[str, str] = {}
-    marker = uuid.uuid4().hex
-
-    def default(obj: Any) -> Any:
-        if isinstance(obj, RawJson):
-            token = f"@@raw-{marker}-{len(raw)}@@"
-            raw[token] = obj.text
-            return token
-        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return _finite(dataclasses.asdict(obj))
-        if isinstance(obj, enum.Enum):
-            return obj.value
-        if isinstance(obj, (set, frozenset)):
-            return sorted(obj, key=repr)
-        if isinstance(obj, PurePath):
-            return str(obj)
-        raise TypeError(f"the state contains a {type(obj).__name__}, which is not JSON "
-                        "(return dicts, lists, strings, numbers, booleans and None)")
-
-    try:
-        text = json.dumps(doc, separators=(",", ":"), allow_nan=False, default=default)
-    except ValueError as exc:
-        if "Out of range float" not in str(exc):
-            raise
-        raw.clear()
-        text = json.dumps(_finite(doc), separators=(",", ":"), allow_nan=False, default=default)
-    for token, fragment in raw.items():
-        text = text.replace(f'"{token}"', fragment, 1)
-    return text.encode("utf-8")
-
-
-def debug_port_from_argv(argv: Sequence[str] | None = None, *, flag: str = "--debug-port",
-                         env_var: str | None = DEBUG_PORT_ENV,
-                         environ: Mapping[str, str] | None = None,
-                         default: int | None = None) -> int | None:
-    """The debug port from ``flag N`` / ``flag=N`` in ``argv`` (default ``sys.argv``),
-    else from ``env_var``, else ``default`` (None: keep the debug surface off).
-
-    ``0`` means "any free port" (the bound port is :attr:`GameBridge.port`). Raises
-    ValueError naming the flag when the value is not a port number.
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    text: str | None = None
-    source = flag
-    for index, arg in enumerate(args):
-        if arg == flag:
-            if index + 1 >= len(args):
-                raise ValueError(f"{flag} needs a port number after it")
-            text = args[index + 1]
-        elif arg.startswith(flag + "="):
-            text = arg[len(flag) + 1:]
-    if text is None and env_var:
-        env = os.environ if environ is None else environ
-        if env.get(env_var, "").strip():
-            text, source = env[env_var], env_var
-    if text is None:
-        return default
-    value = text.strip()
-    if not value.isdigit() or not 0 <= int(value) <= 65535:
-        raise ValueError(f"{source} expects a port number 0-65535, got {text!r}")
-    return int(value)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Queued:
-    command_id: int
-    spec: CommandSpec
-    kwargs: dict[str, Any]
+#: Default number of recent events published in ``/state``.
+DEFAULT_MAX_EVENTS = DEFAULT_STATE_EVENTS
+#: Keys of ``/state`` that the kit owns (a state function's keys of these names are
+#: replaced; ``paused`` too when the kit runs the clock).
+KIT_STATE_KEYS = ("frame", "simFrame", "completedCommandId", "events", "commandResults")
+#: The extensions every kit game implements (``/health.features``).
+BASE_FEATURES = ("results", "after", "view", "events")
+CLOCK_TOOLSET = "clock"
+#: A description longer than this is published, but the bridge shows about this much.
+DESCRIPTION_SHOWN = 2000
 
 
 class GameBridge:
     """One game's debug surface. See the module docstring for the threading model.
 
-    ``name``/``version`` identify the game in ``/tools`` and the registry entry.
-    ``state`` returns the game's part of ``/state`` (a mapping); ``on_close`` is the
-    game's teardown, run on the game thread when an agent sends ``close``.
+    ``name``/``version`` identify the game in ``/tools`` and the registry entry;
+    ``description`` (what the game is, its rules, how to win or lose) is
+    ``game.description`` there. ``state`` returns the game's part of ``/state`` (a
+    mapping); ``digest``, optional, a cheap one for ``view=digest`` (without it the kit
+    cuts the full state before encoding it). ``on_close`` is the game's teardown, run
+    on the game thread when an agent sends ``close``. ``clock=True`` adds ``pause``,
+    ``resume`` and ``step`` and runs the update only when the clock allows
+    (``GAME_BRIDGE_START_PAUSED=1`` starts paused). ``/state`` shows the newest
+    ``max_events`` events; ``/events`` reads the last ``event_buffer``.
     ``register=False`` skips the registry entry; ``environ`` is read for
-    ``GAME_BRIDGE_INSTANCES`` / ``GAME_BRIDGE_HOME``.
+    ``GAME_BRIDGE_INSTANCES`` / ``GAME_BRIDGE_HOME`` / ``GAME_BRIDGE_START_PAUSED``.
     """
 
     def __init__(self, name: str = "Python game", version: str = "0.0.0", *,
                  state: StateFn | None = None, on_close: Callable[[], Any] | None = None,
                  toolsets: Mapping[str, str] | None = None,
                  passthrough: Mapping[str, Any] | None = None,
-                 max_events: int = DEFAULT_MAX_EVENTS, register: bool = True,
+                 description: str | None = None, digest: StateFn | None = None,
+                 clock: bool = False, max_events: int = DEFAULT_MAX_EVENTS,
+                 event_buffer: int = DEFAULT_EVENT_BUFFER, register: bool = True,
                  environ: Mapping[str, str] | None = None, host: str = "127.0.0.1",
                  screenshot: Capture | None = None) -> None:
         self.name = str(name)
         self.version = str(version)
+        self.description = None if description is None else str(description)
+        if self.description is not None and len(self.description) > DESCRIPTION_SHOWN:
+            log.warning("game-bridge kit: the description has %d characters; the bridge shows "
+                        "about %d", len(self.description), DESCRIPTION_SHOWN)
         self.state_fn: StateFn | None = state
+        self.digest_fn: StateFn | None = digest
         self.on_close: Callable[[], Any] | None = on_close
         self.passthrough: dict[str, Any] | None = dict(passthrough) if passthrough is not None else None
         self.host = host
         self._register = register
         self._environ = environ
+        paused_env = (os.environ if environ is None else environ).get(START_PAUSED_ENV)
+        if not clock and start_paused(paused_env):
+            log.warning("game-bridge kit: %s is set but %s has no clock (GameBridge(clock=True)); "
+                        "it starts running", START_PAUSED_ENV, self.name)
         #: Held while commands are applied, while ``run()`` updates the game, and while
         #: ``/state`` is built. Reentrant, so a command may call code that takes it.
         self.lock = threading.RLock()
-        #: Optional simulation frame counter, published as ``simFrame`` when set.
-        self.sim_frame: int | None = None
-        self._toolset_text: dict[str, str] = dict(toolsets or {})
-        self._commands: dict[str, CommandSpec] = {}
-        self._commands_lock = threading.Lock()
-        self._queue: "queue.SimpleQueue[_Queued]" = queue.SimpleQueue()
-        self._ids = itertools.count(1)
-        self._id_lock = threading.Lock()
-        self._events: collections.deque[dict[str, Any]] = collections.deque(maxlen=max(1, int(max_events)))
+        self._clock = Clock(bool(clock), start_paused(paused_env))
+        self._sim_frame: int | None = None
+        self._kit_keys = frozenset(KIT_STATE_KEYS + (("paused",) if clock else ()))
+        self._features = list(BASE_FEATURES) + (["clock"] if clock else [])
+        self._table = CommandTable(toolsets)
+        self._outcomes = Outcomes()
+        self._queue = CommandQueue(self._table, self._outcomes, self.lock, self._run_on_close,
+                                   self._clock.after_frames)
+        self._events = EventLog(event_buffer, max_events)
         self._frame = 0
-        self._completed = 0
-        self._last_command: dict[str, Any] | None = None
-        self._server: KitHttpServer | None = None
-        self._server_thread: threading.Thread | None = None
-        self._registration: Any = None
+        self._routes: dict[str, Handler] = kit_routes(self)
+        self._serving = Serving(host, self._route)
         self._game_thread: threading.Thread | None = None
-        self._closing = False
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._wake = threading.Event()
@@ -231,16 +151,18 @@ class GameBridge:
     # ------------------------------------------------------------------ registration
     def command(self, func: F | None = None, *, name: str | None = None,
                 description: str | None = None, toolset: str | None = "play",
-                sync: bool = True, args: Mapping[str, str] | None = None,
+                sync: bool = True, args: Mapping[str, "str | Arg"] | None = None,
                 listed: bool = True) -> Any:
         """Register a command (usable bare, ``@bridge.command``, or with options).
 
         The function's name (or ``name``), its docstring summary (or ``description``)
         and its typed parameters become the ``/tools`` entry in ``toolset``; a parameter
-        with no default is required. ``args`` maps argument names to descriptions
-        (also read from a Google-style ``Args:`` docstring section or
-        ``Annotated[T, "text"]``). ``sync=False`` tells the bridge not to wait for the
-        command; ``listed=False`` accepts it without publishing it.
+        with no default is required. ``args`` maps argument names to descriptions or to
+        :class:`Arg` (bounds, choices), which may also come from ``Annotated[T, "text",
+        Arg(...)]`` and a Google-style ``Args:`` docstring section. What the function
+        returns is the outcome's ``result``; what it raises is an ``ok: false`` outcome
+        with its message. ``sync=False`` tells the bridge not to wait for the command;
+        ``listed=False`` accepts it without publishing it.
         """
 
         def register(target: F) -> F:
@@ -248,8 +170,10 @@ class GameBridge:
                                       toolset=toolset, sync=sync, args=args, listed=listed)
             if spec.name == "close":
                 raise ValueError("'close' is built in: pass on_close= to GameBridge for your teardown")
-            with self._commands_lock:
-                self._commands[spec.name] = spec
+            if self._clock.enabled and spec.name in CLOCK_COMMANDS:
+                raise ValueError(f"{spec.name!r} is the clock's command (clock=True); "
+                                 "call set_paused() from yours, under another name")
+            self._table.add(spec)
             return target
 
         if func is not None:
@@ -258,7 +182,7 @@ class GameBridge:
 
     def toolset(self, name: str, description: str) -> None:
         """Describe a toolset (say what a caller reaches for it to do)."""
-        self._toolset_text[check_name(name, "Toolset name")] = str(description)
+        self._table.describe(name, description)
 
     def screenshot(self, capture: Capture | None = None, *,
                    window: Callable[[], tuple[int, int]] | None = None,
@@ -276,6 +200,8 @@ class GameBridge:
 
         def register(target: Capture) -> Capture:
             self._screenshots = Screenshots(target, window=window, wait_s=wait_s)
+            self._routes["/screenshot"] = self._screenshots.answer
+            self.advertise("screenshot")
             return target
 
         return register(capture) if capture is not None else register
@@ -290,6 +216,28 @@ class GameBridge:
         self.state_fn = func
         return func
 
+    def commands(self) -> list[str]:
+        """The names ``/command`` accepts, sorted."""
+        return self._table.names()
+
+    def add_route(self, path: str, handler: Handler) -> None:
+        """Serve another GET endpoint: ``handler(query)`` answers ``(status, json_bytes)``
+        or an :class:`~game_bridge_mcp.game._http.Answer`, on an HTTP thread."""
+        if not path.startswith("/"):
+            raise ValueError(f"a route path starts with '/', not {path!r}")
+        self._routes[path] = handler
+
+    def advertise(self, *features: str) -> None:
+        """Add names to ``/health.features``. Only for what the game implements exactly
+        as the extensions page says: ``check`` tests every advertised feature."""
+        for feature in features:
+            if str(feature) not in self._features:
+                self._features.append(str(feature))
+
+    @property
+    def features(self) -> list[str]:
+        return list(self._features)
+
     def _add_builtin_commands(self) -> None:
         def close() -> None:
             """Shut the game down through its normal teardown."""
@@ -298,27 +246,29 @@ class GameBridge:
             """Do nothing; completes on the next frame (for checks and latency probes)."""
 
         for builtin in (close, noop):
-            spec = spec_from_function(builtin, toolset=None, listed=False)
-            self._commands[spec.name] = spec
-
-    def commands(self) -> list[str]:
-        """The names ``/command`` accepts, sorted."""
-        with self._commands_lock:
-            return sorted(self._commands)
+            self._table.add(spec_from_function(builtin, toolset=None, listed=False))
+        if self._clock.enabled:
+            for spec in clock_commands(self, self._clock):
+                self._table.add(spec)
+            self._table.describe(CLOCK_TOOLSET, "Stop the game's clock while you think and advance "
+                                 "it frame by frame: pause, step, resume.", replace=False)
 
     # ------------------------------------------------------------------ events
     def event(self, message: str, **fields: Any) -> None:
-        """Record a recent event (``events: [{"m": message, "frame": N, ...}]`` in
-        ``/state``). Safe from any thread; the buffer keeps the newest ``max_events``."""
-        entry = {"m": str(message), "frame": self._frame}
-        entry.update(fields)
-        self._events.append(entry)
+        """Record an event: ``{"seq": N, "m": message, "frame": F, **fields}`` in
+        ``/state.events`` (the newest ``max_events``) and ``/events`` (by ``seq``).
+        Safe from any thread; ``seq`` counts 1, 2, ... over the life of the process."""
+        self._events.add(message, self._frame, fields)
+
+    def events_since(self, since: int, limit: int = 100) -> dict[str, Any]:
+        """The ``/events`` answer: ``{events, next, dropped}``."""
+        return self._events.since(since, limit)
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def port(self) -> int | None:
         """The bound port (after :meth:`start`)."""
-        return None if self._server is None else int(self._server.server_address[1])
+        return self._serving.port
 
     @property
     def url(self) -> str | None:
@@ -334,52 +284,62 @@ class GameBridge:
 
     @property
     def completed_command_id(self) -> int:
-        return self._completed
+        return self._outcomes.completed
 
     @property
     def running(self) -> bool:
         """True from :meth:`start` until ``close`` is applied or :meth:`stop` is called."""
-        return self._server is not None and not self._closing and not self._stopped.is_set()
+        return self._serving.server is not None and not self._queue.closing and not self._stopped.is_set()
 
     @property
     def closing(self) -> bool:
         """True once ``close`` has been applied (or :meth:`request_stop` called)."""
-        return self._closing
+        return self._queue.closing
 
     def start(self, port: int | None = 0) -> int:
         """Bind ``host:port`` (0: any free port), serve on a daemon thread, then write
         the registry entry. Returns the bound port. Raises OSError if the port is taken."""
-        if self._server is not None:
-            raise RuntimeError("this GameBridge is already started")
-        server = KitHttpServer(self.host, int(port or 0), self._route)
-        self._server = server
-        self._server_thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"game-bridge-http-{self.port}", daemon=True)
-        self._server_thread.start()
-        if self._register:
-            self._registration = self._write_registry_entry()
+        bound = self._serving.start(int(port or 0), register=self._register, name=self.name,
+                                    version=self.version, environ=self._environ)
         log.info("game-bridge kit: %s %s serving on %s", self.name, self.version, self.url)
-        return int(self.port or 0)
-
-    def _write_registry_entry(self) -> Any:
-        try:
-            from ..registry.writer import register_instance
-        except Exception as exc:  # a vendored kit without the registry still serves
-            log.debug("game-bridge kit: no registry writer (%s); not registering", exc)
-            return None
-        try:
-            return register_instance(port=int(self.port or 0), name=self.name, version=self.version,
-                                     protocol=PROTOCOL, host=self.host, environ=self._environ)
-        except Exception as exc:  # never let advertising break the game
-            log.warning("game-bridge kit: could not register the instance: %s", exc)
-            return None
+        return bound
 
     @property
     def registration(self) -> Any:
         """The registry entry written at start (``.path``), or None."""
-        return self._registration
+        return self._serving.registration
 
+    def _run_on_close(self) -> None:
+        if self.on_close is not None:
+            self.on_close()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to end (from any thread, e.g. a signal handler) without
+        running the game's ``on_close``; the loop then calls :meth:`stop`."""
+        self._queue.closing = True
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Release held requests, remove the registry entry, stop serving and close open
+        connections. Idempotent; safe from any thread except an HTTP handler of this server."""
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        self._wake.set()
+        self._outcomes.stop()
+        if self._screenshots is not None:
+            self._screenshots.stop()
+        self._serving.stop()
+        log.info("game-bridge kit: %s stopped", self.name)
+
+    def __enter__(self) -> "GameBridge":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ commands
     def pump(self) -> int:
         """Advance ``frame`` and apply every queued command, on the calling thread.
 
@@ -389,202 +349,180 @@ class GameBridge:
         """
         if self._game_thread is None:
             self._game_thread = threading.current_thread()
-        applied = 0
+        self._wake.clear()  # a command queued from here on ends the next wait_for_work
         with self.lock:
             self._frame += 1
-            while not self._closing:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                self._apply(item)
-                applied += 1
-        if self._screenshots is not None and not self._closing:
+            applied = self._queue.drain()
+        if self._screenshots is not None and not self._queue.closing:
             self._screenshots.serve(self._frame)  # the frame just drawn, after the commands
-        if self._closing:
+        if self._queue.closing:
             self.stop()
         return applied
 
-    def _apply(self, item: _Queued) -> None:
-        name = item.spec.name
-        record: dict[str, Any] = {"commandId": item.command_id, "cmd": name, "ok": True}
-        try:
-            if name == "close":
-                self._closing = True
-                if self.on_close is not None:
-                    self.on_close()
-            else:
-                item.spec.func(**item.kwargs)
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"[:300]
-            log.warning("game-bridge kit: command %r failed: %s", name, detail, exc_info=True)
-            record.update(ok=False, error=detail)
-            self.event(f"error:{name}", error=detail)
-        self._last_command = record
-        self._completed = item.command_id
-
-    def request_stop(self) -> None:
-        """Ask :meth:`run` to end (from any thread, e.g. a signal handler) without
-        running the game's ``on_close``; the loop then calls :meth:`stop`."""
-        self._closing = True
-        self._wake.set()
-
-    def stop(self) -> None:
-        """Remove the registry entry, stop serving and close open connections.
-        Idempotent; safe from any thread except an HTTP handler of this server."""
-        with self._stop_lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-        self._wake.set()
-        if self._screenshots is not None:
-            self._screenshots.stop()
-        registration, self._registration = self._registration, None
-        if registration is not None:
-            try:
-                registration.remove()
-            except Exception:  # pragma: no cover - Registration.remove never raises
-                log.debug("could not remove the registry entry", exc_info=True)
-        server = self._server
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-            server.close_connections()
-        if self._server_thread is not None and self._server_thread is not threading.current_thread():
-            self._server_thread.join(timeout=5)
-        log.info("game-bridge kit: %s stopped", self.name)
-
-    def run(self, update: Callable[[], Any] | None = None, *, hz: float = 60.0) -> None:
-        """A fixed-rate game loop on the calling thread: ``pump()``, then ``update()``
-        under :attr:`lock`, ``hz`` times a second, until ``close`` (or
-        :meth:`request_stop`); then :meth:`stop`. Falls behind gracefully (no
-        catch-up burst) when an update overruns its slot."""
-        if self._server is None:
-            raise RuntimeError("call start() before run()")
-        if not hz > 0:
-            raise ValueError(f"hz must be positive, got {hz!r}")
-        period = 1.0 / hz
-        next_tick = time.monotonic()
-        try:
-            while self.running:
-                self.pump()
-                if not self.running:
-                    break
-                if update is not None:
-                    with self.lock:
-                        update()
-                next_tick += period
-                delay = next_tick - time.monotonic()
-                if delay > 0:
-                    self._wake.wait(delay)
-                else:
-                    next_tick = time.monotonic()
-        finally:
+    def apply_queued(self) -> int:
+        """Apply queued commands now without counting a frame (e.g. those that waited
+        behind a ``step`` that has just finished)."""
+        applied = self._queue.drain()
+        if self._queue.closing:
             self.stop()
-
-    def __enter__(self) -> "GameBridge":
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
-
-    # ------------------------------------------------------------------ documents
-    def health(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"ok": True, "frame": self._frame, "completedCommandId": self._completed}
-        if self._screenshots is not None:
-            doc["features"] = ["screenshot"]
-        return doc
-
-    def snapshot(self) -> dict[str, Any]:
-        """The ``/state`` document (call with :attr:`lock` held if the game is running)."""
-        base = self.state_fn() if self.state_fn is not None else {}
-        if not isinstance(base, Mapping):
-            raise TypeError(f"the state function returned a {type(base).__name__}, not a dict")
-        doc: dict[str, Any] = {"frame": self._frame}
-        sim = self.sim_frame if self.sim_frame is not None else base.get("simFrame")
-        if sim is not None:
-            doc["simFrame"] = sim
-        doc["completedCommandId"] = self._completed
-        for key, value in base.items():
-            if key not in KIT_STATE_KEYS:
-                doc[key] = value
-        doc["events"] = list(self._events)
-        if self._last_command is not None:
-            doc["lastCommand"] = dict(self._last_command)
-        return doc
-
-    def manifest(self) -> dict[str, Any]:
-        """The ``/tools`` document (protocol 1) built from the registered commands."""
-        with self._commands_lock:
-            specs = list(self._commands.values())
-        toolsets: dict[str, list[CommandSpec]] = {}
-        for spec in specs:
-            if spec.listed and spec.toolset is not None:
-                toolsets.setdefault(spec.toolset, []).append(spec)
-        unlisted = sorted(spec.name for spec in specs if not spec.listed)
-        passthrough = self.passthrough if self.passthrough is not None else {
-            "description": "Commands this game accepts without publishing them as tools.",
-            "examples": unlisted}
-        return {
-            "game": {"name": self.name, "version": self.version, "protocol": PROTOCOL},
-            "toolsets": [{"name": name, "description": self._toolset_text.get(name, ""),
-                          "tools": [spec.manifest() for spec in tools]}
-                         for name, tools in toolsets.items()],
-            "passthrough": passthrough,
-        }
-
-    # ------------------------------------------------------------------ HTTP routes
-    def _route(self, path: str, query: str) -> RouteAnswer:
-        if path == "/health":
-            return 200, json_bytes(self.health())
-        if path == "/state":
-            return self._state_answer()
-        if path == "/command":
-            status, doc = self.queue_command(query)
-            return status, json_bytes(doc)
-        if path == "/tools":
-            return 200, json_bytes(self.manifest())
-        if path == "/screenshot" and self._screenshots is not None:
-            return self._screenshots.answer(query)
-        return 404, json_bytes({"ok": False, "error": f"no such endpoint: {path[:100]}",
-                                "endpoints": ["/health", "/state", "/command", "/tools"]})
-
-    def _state_answer(self) -> tuple[int, bytes]:
-        try:
-            with self.lock:
-                return 200, encode_state(self.snapshot())
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"[:500]
-            log.warning("game-bridge kit: /state failed: %s", detail)
-            return 500, json_bytes({"ok": False, "error": f"the game's state could not be built: {detail}"})
+        return applied
 
     def queue_command(self, query: str) -> tuple[int, dict[str, Any]]:
         """Validate a ``/command`` query and queue it: ``(status, answer)``. Runs on the
         HTTP thread; the command itself runs later in :meth:`pump`."""
-        try:
-            params = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=200)
-        except ValueError as exc:
-            return 400, {"accepted": False, "error": f"the query string cannot be read: {exc}",
-                         "commands": self.commands()}
-        names = params.pop("cmd", [])
-        if len(names) != 1 or not names[0]:
-            problem = "no command: name it with cmd=..." if not names or not names[0] else \
-                "cmd was given more than once"
-            return 400, {"accepted": False, "error": problem, "commands": self.commands()}
-        name = names[0]
-        with self._commands_lock:
-            spec = self._commands.get(name)
-        if spec is None:
-            return 400, {"accepted": False, "error": f"unknown command {name[:100]!r}",
-                         "commands": self.commands()}
-        if self._closing or self._stopped.is_set():
-            return 503, {"accepted": False, "error": "the game is closing", "command": name}
-        try:
-            kwargs = convert_query(spec, params)
-        except ArgumentError as exc:
-            return 400, {"accepted": False, "error": str(exc), "command": name,
-                         "args": [arg.manifest() for arg in spec.args]}
-        with self._id_lock:
-            command_id = next(self._ids)
-            self._queue.put(_Queued(command_id, spec, kwargs))
-        return 200, {"accepted": True, "commandId": command_id, "frame": self._frame}
+        status, doc = self._queue.accept(query, self._frame, self.closing or self._stopped.is_set())
+        if status == 200 and self._clock.paused:
+            self._wake.set()  # a paused loop applies it now rather than at its next tick
+        return status, doc
+
+    def defer(self, *, hold: bool = False) -> Pending:
+        """Inside a command: complete it later. Return the handle from the command and
+        call its ``complete(result)`` / ``fail(reason)`` (or
+        ``complete_after_sim_frames(n)``) when done. ``hold=True`` keeps the commands
+        queued after it waiting until then (``step`` does); otherwise they still run,
+        and only their completion waits for this one's."""
+        return self._queue.defer(hold)
+
+    def wait_completed(self, after: int, timeout_s: float) -> bool:
+        """Block (an HTTP thread) until ``completedCommandId >= after``, ``timeout_s``
+        passed or the game stopped; returns whether it completed."""
+        if self._stopped.is_set():
+            return self._outcomes.completed >= after
+        return self._outcomes.wait(after, timeout_s)
+
+    def wait_for_work(self, timeout_s: float) -> None:
+        """Sleep up to ``timeout_s`` (a loop between frames), ending early when a command
+        arrives for a paused game or the bridge stops."""
+        self._wake.wait(timeout_s)
+
+    # ------------------------------------------------------------------ the clock
+    @property
+    def clock(self) -> bool:
+        """Whether the game opted into the kit's clock (``clock=True``)."""
+        return self._clock.enabled
+
+    @property
+    def paused(self) -> bool:
+        return self._clock.paused
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause or resume the clock (what ``pause``/``resume`` do), e.g. from the game's
+        own pause button. Needs ``clock=True``."""
+        if not self._clock.enabled:
+            raise RuntimeError("this game has no clock: pass clock=True to GameBridge")
+        with self.lock:
+            self._clock.paused = bool(paused)
+            if not paused:
+                self._clock.owed = 0
+
+    @property
+    def stepping(self) -> bool:
+        """Paused, with frames a ``step`` still owes."""
+        return self._clock.stepping
+
+    @property
+    def fixed_dt(self) -> float:
+        """The time step of stepped frames (``run`` sets it to ``1/hz``; default 1/60)."""
+        return self._clock.fixed_dt
+
+    @fixed_dt.setter
+    def fixed_dt(self, value: float) -> None:
+        if not value > 0:
+            raise ValueError(f"fixed_dt must be positive, got {value!r}")
+        self._clock.fixed_dt = float(value)
+
+    @property
+    def sim_frame(self) -> int | None:
+        """``simFrame``: with ``clock=True`` the kit's count of simulation frames;
+        otherwise whatever the game sets here (None: not published)."""
+        return self._clock.sim_frame if self._clock.enabled else self._sim_frame
+
+    @sim_frame.setter
+    def sim_frame(self, value: int | None) -> None:
+        if self._clock.enabled:
+            self._clock.sim_frame = int(value or 0)
+        else:
+            self._sim_frame = value
+
+    def sim_dt(self, real_dt: float | None = None) -> float | None:
+        """Ask, after :meth:`pump`, whether to update this frame: None means do not
+        (paused); otherwise the time step to use (:attr:`fixed_dt` while stepping, else
+        ``real_dt``). After the update call :meth:`end_sim_frame`."""
+        return self._clock.dt(real_dt)
+
+    def end_sim_frame(self) -> None:
+        """One simulation frame (one update) has run: counts ``simFrame``, pays off a
+        ``step`` and completes what waited for it."""
+        with self.lock:
+            for callback in self._clock.end_sim_frame():
+                callback()
+
+    def hold_until_sim(self, *, hz: float = 60.0) -> bool:
+        """For a loop that cannot skip its update (a hook at a display flip): pump, and
+        while paused keep pumping ``hz`` times a second (at once when a command arrives)
+        until a simulation frame is due. True: run one; False: the bridge stopped."""
+        return _loop.hold_until_sim(self, hz)
+
+    def run(self, update: Callable[[], Any] | None = None, *, hz: float = 60.0,
+            render: Callable[[], Any] | None = None) -> None:
+        """A fixed-rate game loop on the calling thread, ``hz`` times a second until
+        ``close`` (or :meth:`request_stop`), then :meth:`stop`: ``pump()``; ``update()``
+        under :attr:`lock` when the clock allows (the frames a ``step`` owes run back to
+        back, within the frame's time); ``render()`` under the lock, every frame, paused
+        or not. Falls behind gracefully (no catch-up burst) when an update overruns."""
+        if self._serving.server is None:
+            raise RuntimeError("call start() before run()")
+        _loop.run(self, update, hz, render)
+
+    # ------------------------------------------------------------------ documents
+    def health(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"ok": True, "frame": self._frame,
+                               "completedCommandId": self._outcomes.completed,
+                               "features": list(self._features)}
+        if self._clock.enabled:
+            doc["simFrame"] = self._clock.sim_frame
+            doc["paused"] = self._clock.paused
+        return doc
+
+    def snapshot(self, view: str = "full") -> dict[str, Any]:
+        """The ``/state`` document, whole or ``"digest"`` (call with :attr:`lock` held if
+        the game is running)."""
+        digest = view == "digest"
+        source = self.digest_fn if digest and self.digest_fn is not None else self.state_fn
+        base = source() if source is not None else {}
+        if not isinstance(base, Mapping):
+            raise TypeError(f"the state function returned a {type(base).__name__}, not a dict")
+        kit: dict[str, Any] = {"frame": self._frame}
+        sim = self.sim_frame if self.sim_frame is not None else base.get("simFrame")
+        if sim is not None:
+            kit["simFrame"] = sim
+        kit["completedCommandId"] = self._outcomes.completed
+        if self._clock.enabled:
+            kit["paused"] = self._clock.paused
+        tail = {"events": self._events.tail(), "commandResults": self._outcomes.recent()}
+        if digest:
+            return digest_view(base, kit, tail)
+        return full_view(base, kit, tail, self._kit_keys)
+
+    def encoded_state(self, view: str = "full") -> bytes:
+        """:meth:`snapshot` as strict JSON, built and encoded under :attr:`lock`."""
+        with self.lock:
+            return encode_state(self.snapshot(view))
+
+    def manifest(self) -> dict[str, Any]:
+        """The ``/tools`` document (protocol 1) built from the registered commands."""
+        game: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.description:
+            game["description"] = self.description
+        return self._table.manifest(game, self.passthrough, last=(CLOCK_TOOLSET,))
+
+    def _route(self, path: str, query: str) -> RouteAnswer:
+        handler = self._routes.get(path)
+        if handler is None:
+            return 404, json_bytes({"ok": False, "error": f"no such endpoint: {path[:100]}",
+                                    "endpoints": sorted(self._routes)})
+        return handler(query)
+
+
+__all__ = ["BASE_FEATURES", "DEBUG_PORT_ENV", "GameBridge", "KIT_STATE_KEYS", "PROTOCOL",
+           "Pending", "RawJson", "START_PAUSED_ENV", "debug_port_from_argv", "encode_state"]

@@ -1,0 +1,78 @@
+"""The kit's own game loop, written only against :class:`GameBridge`'s public API.
+
+Why a module of its own: it is the reference for a game that runs its own loop; what
+it does with ``pump``, ``sim_dt``, ``end_sim_frame`` and ``wait_for_work``, such a
+game does too. Two shapes:
+
+* :func:`run`: a fixed-rate loop that owns the update (``GameBridge.run``). While paused
+  it keeps turning at ``hz`` (``frame`` counts, commands apply at once when they
+  arrive); the frames a ``step`` owes run back to back within the frame's time.
+* :func:`hold_until_sim`: for a loop the kit cannot own (a hook at a display flip):
+  pump, and while paused keep pumping until a simulation frame is due.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kit import GameBridge
+
+
+def run(bridge: "GameBridge", update: Callable[[], Any] | None, hz: float,
+        render: Callable[[], Any] | None) -> None:
+    if not hz > 0:
+        raise ValueError(f"hz must be positive, got {hz!r}")
+    period = 1.0 / hz
+    bridge.fixed_dt = period
+    next_tick = time.monotonic()
+    try:
+        while bridge.running:
+            bridge.pump()
+            if not bridge.running:
+                break
+            simulate(bridge, update, time.monotonic() + period)
+            if render is not None:
+                with bridge.lock:
+                    render()
+            next_tick += period
+            delay = next_tick - time.monotonic()
+            if delay > 0 and not bridge.stepping:
+                bridge.wait_for_work(delay)
+            else:
+                next_tick = time.monotonic()  # behind (or stepping): no catch-up burst
+    finally:
+        bridge.stop()
+
+
+def simulate(bridge: "GameBridge", update: Callable[[], Any] | None, deadline: float) -> int:
+    """One loop frame's updates: one when running; while stepping, as many as the steps
+    owe (the finished step's followers applied in between) until ``deadline``."""
+    ran = 0
+    while bridge.running and bridge.sim_dt() is not None:
+        if update is not None:
+            with bridge.lock:
+                update()
+        bridge.end_sim_frame()
+        ran += 1
+        if not bridge.paused:
+            return ran
+        if not bridge.stepping:
+            bridge.apply_queued()  # the commands that waited behind the finished step
+            if not bridge.stepping:
+                return ran
+        if time.monotonic() >= deadline:
+            return ran
+    return ran
+
+
+def hold_until_sim(bridge: "GameBridge", hz: float) -> bool:
+    period = 1.0 / hz
+    while True:
+        bridge.pump()
+        if not bridge.running:
+            return False
+        if bridge.sim_dt() is not None:
+            return True
+        bridge.wait_for_work(period)

@@ -1,0 +1,97 @@
+"""The kit's endpoints: what each GET path answers.
+
+Why a module of its own: the HTTP surface is the contract other languages implement
+from the spec, so each endpoint's parameters and answers are written out here in one
+place, apart from the game-loop machinery in :mod:`.kit`. Every handler takes the query
+string and answers ``(status, json_bytes)`` (or an :class:`~._http.Answer`); the table
+is a plain dict, so a further endpoint is one more entry
+(:meth:`GameBridge.add_route`).
+
+Held requests (``after``) wait on :meth:`GameBridge.wait_completed` on the HTTP
+thread that serves them; nothing else waits with them, and the game stopping releases
+them at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from . import _query
+from ._http import RouteAnswer, json_bytes
+from ._state import encode_state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kit import GameBridge
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str], RouteAnswer]
+
+
+def _refused(exc: Exception) -> RouteAnswer:
+    return 400, json_bytes({"ok": False, "error": str(exc)})
+
+
+def health(bridge: "GameBridge", query: str) -> RouteAnswer:
+    """``/health[?after=N&waitMs=M]``."""
+    try:
+        after, wait_s = _query.after_wait(_query.parse(query))
+    except _query.QueryError as exc:
+        return _refused(exc)
+    if after is not None:
+        bridge.wait_completed(after, wait_s)
+    return 200, json_bytes(bridge.health())
+
+
+def state(bridge: "GameBridge", query: str) -> RouteAnswer:
+    """``/state[?view=digest][&after=N&waitMs=M]``."""
+    try:
+        params = _query.parse(query)
+        view = _query.view(params)
+        after, wait_s = _query.after_wait(params)
+    except _query.QueryError as exc:
+        return _refused(exc)
+    if after is not None:
+        bridge.wait_completed(after, wait_s)
+    try:
+        return 200, bridge.encoded_state(view)
+    except Exception as exc:
+        detail = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("game-bridge kit: /state failed: %s", detail)
+        return 500, json_bytes({"ok": False, "error": f"the game's state could not be built: {detail}"})
+
+
+def events(bridge: "GameBridge", query: str) -> RouteAnswer:
+    """``/events?since=S&limit=L`` -> ``{events, next, dropped}``."""
+    try:
+        params = _query.parse(query)
+        since = _query.whole_number(params, "since", 0, minimum=0)
+        limit = _query.whole_number(params, "limit", 100, minimum=1, maximum=1000)
+    except _query.QueryError as exc:
+        return _refused(exc)
+    try:
+        return 200, encode_state(bridge.events_since(since or 0, limit or 100))
+    except (TypeError, ValueError) as exc:
+        return 500, json_bytes({"ok": False, "error": f"an event could not be encoded: {str(exc)[:300]}"})
+
+
+def command(bridge: "GameBridge", query: str) -> RouteAnswer:
+    """``/command?cmd=NAME&arg=value...`` -> ``{accepted, commandId, frame}``."""
+    status, doc = bridge.queue_command(query)
+    return status, json_bytes(doc)
+
+
+def tools(bridge: "GameBridge", query: str) -> RouteAnswer:
+    return 200, json_bytes(bridge.manifest())
+
+
+def kit_routes(bridge: "GameBridge") -> dict[str, Handler]:
+    """The contract's endpoints and the kit's extensions, bound to ``bridge``."""
+    table: dict[str, Callable[["GameBridge", str], RouteAnswer]] = {
+        "/health": health, "/state": state, "/command": command, "/tools": tools, "/events": events}
+
+    def bound(handler: Callable[["GameBridge", str], RouteAnswer]) -> Handler:
+        return lambda query: handler(bridge, query)
+
+    return {path: bound(handler) for path, handler in table.items()}

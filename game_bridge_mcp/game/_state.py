@@ -1,0 +1,135 @@
+"""The ``/state`` document: strict JSON encoding, and the two views of it.
+
+Why a module of its own: what the kit adds to a game's state (its own fields, the
+``ui.text`` cap, the digest's cut) decides what an agent sees and what a bridge can
+rely on, and the encoder decides what can be sent at all. Pure: no threads, no
+sockets; the kit calls these with its lock held.
+
+The digest (``view=digest``) keeps ``frame``, ``simFrame``, ``completedCommandId``,
+``paused``, ``ui``, ``events`` and ``commandResults``, and inside ``game`` only the
+scalar values. It is cheap because it is cut BEFORE encoding: a large part of the state
+(a list of ten thousand entities, a :class:`RawJson` blob) is dropped by reference,
+never serialised. A game whose state function is itself expensive can hand the kit a
+``digest`` function that builds only the small parts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import uuid
+from pathlib import PurePath
+from typing import Any, Mapping
+
+#: ``ui.text`` is cut to this many characters (the extensions page says "about 4000").
+UI_TEXT_LIMIT = 4000
+_CUT_MARK = "\n[... cut at 4000 characters]"
+#: Top-level keys of the digest, in the order they are written.
+DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "game", "events",
+               "commandResults")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class RawJson:
+    """Already-encoded JSON to embed in ``/state`` as is (a large part that rarely
+    changes, encoded once rather than on every request). The game vouches that
+    ``text`` is one valid JSON value."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with NaN and infinities replaced by None (strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def encode_state(doc: Any) -> bytes:
+    """Strict JSON for ``/state``: NaN/Infinity become null, dataclasses, enums, sets and
+    paths are converted, :class:`RawJson` is spliced in verbatim. Raises TypeError or
+    ValueError (with the offending type) for anything else."""
+    raw: dict[str, str] = {}
+    marker = uuid.uuid4().hex
+
+    def default(obj: Any) -> Any:
+        if isinstance(obj, RawJson):
+            token = f"@@raw-{marker}-{len(raw)}@@"
+            raw[token] = obj.text
+            return token
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return _finite(dataclasses.asdict(obj))
+        if isinstance(obj, enum.Enum):
+            return obj.value
+        if isinstance(obj, (set, frozenset)):
+            return sorted(obj, key=repr)
+        if isinstance(obj, PurePath):
+            return str(obj)
+        raise TypeError(f"the state contains a {type(obj).__name__}, which is not JSON "
+                        "(return dicts, lists, strings, numbers, booleans and None)")
+
+    try:
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False, default=default)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        raw.clear()
+        text = json.dumps(_finite(doc), separators=(",", ":"), allow_nan=False, default=default)
+    for token, fragment in raw.items():
+        text = text.replace(f'"{token}"', fragment, 1)
+    return text.encode("utf-8")
+
+
+def capped_ui(ui: Any) -> Any:
+    """``ui`` with a ``text`` over :data:`UI_TEXT_LIMIT` characters cut (a shallow copy;
+    the game's own mapping is never changed)."""
+    if isinstance(ui, Mapping):
+        text = ui.get("text")
+        if isinstance(text, str) and len(text) > UI_TEXT_LIMIT:
+            copy = dict(ui)
+            copy["text"] = text[:UI_TEXT_LIMIT - len(_CUT_MARK)] + _CUT_MARK
+            return copy
+    return ui
+
+
+def full_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[str, Any],
+              kit_keys: frozenset[str]) -> dict[str, Any]:
+    """The whole ``/state``: the kit's leading fields (``kit``), the game's own keys
+    (minus those the kit owns), then the kit's trailing fields (``tail``: events and
+    results)."""
+    doc: dict[str, Any] = dict(kit)
+    for key, value in base.items():
+        if key not in kit_keys:
+            doc[key] = capped_ui(value) if key == "ui" else value
+    doc.update(tail)
+    return doc
+
+
+def digest_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``view=digest`` document (see the module docstring)."""
+    merged: dict[str, Any] = {}
+    for key in ("paused", "ui", "game"):
+        if key in base and key not in kit:
+            merged[key] = base[key]
+    merged.update(kit)
+    merged.update(tail)
+    doc: dict[str, Any] = {}
+    for key in DIGEST_KEYS:
+        if key not in merged:
+            continue
+        value = merged[key]
+        if key == "game" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if isinstance(v, _SCALARS)}
+        elif key == "ui":
+            value = capped_ui(value)
+        doc[key] = value
+    return doc
