@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ._args import Arg, ArgumentError, Range
 from ._http import Answer
-from ._outcomes import Pending
+from ._kit.outcomes import Pending
 from .image import Image, ImageFormatError, Pixels, encode_png, fit_size, from_encoded, from_pixels, \
     from_surface
 from .kit import (DEBUG_PORT_ENV, PROTOCOL, START_PAUSED_ENV, GameBridge, RawJson,

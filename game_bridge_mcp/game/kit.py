@@ -26,7 +26,7 @@ Threading model (the choice this module makes, and what it asks of the game):
 * HTTP requests are answered on server threads. ``/command`` converts and validates the
   arguments there and answers at once with a ``commandId``; the command itself runs
   later, inside :meth:`GameBridge.pump`, on whichever thread calls it (the game
-  thread). Commands complete in queue order (:mod:`._outcomes`); a request held with
+  thread). Commands complete in queue order (:mod:`._kit.outcomes`); a request held with
   ``after`` is released the moment its command completes.
 * ``/state`` is built **on request**, by calling the game's state function on the HTTP
   thread while holding :attr:`GameBridge.lock`. ``pump()`` holds the same (reentrant)
@@ -51,19 +51,19 @@ import os
 import threading
 from typing import Any, Callable, Mapping, TypeVar
 
-from . import _loop
+from ._kit import loop as _loop
 from ._args import Arg, spec_from_function
-from ._clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
-from ._commands import PROTOCOL, CommandQueue, CommandTable
-from ._events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
+from ._kit.clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
+from ._kit.commands import PROTOCOL, CommandQueue, CommandTable
+from ._kit.events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
 from ._http import RouteAnswer, json_bytes
-from ._outcomes import Outcomes, Pending
-from ._ports import DEBUG_PORT_ENV, debug_port_from_argv
-from ._routes import Handler, kit_routes
+from ._kit.outcomes import Outcomes, Pending
+from ._kit.ports import DEBUG_PORT_ENV, debug_port_from_argv
+from ._kit.routes import Handler, kit_routes
 from ._screenshot import WAIT_S as SCREENSHOT_WAIT_S
 from ._screenshot import Capture, Screenshots
-from ._serving import Serving
-from ._state import RawJson, digest_view, encode_state, full_view
+from ._kit.serving import Serving
+from ._kit.state import RawJson, digest_view, encode_state, full_view
 
 log = logging.getLogger(__name__)
 

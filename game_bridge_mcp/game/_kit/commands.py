@@ -4,8 +4,8 @@
 Why a module of its own: what an agent is told it may do (the manifest) and what
 happens when it does it (convert on the HTTP thread, apply on the game thread, record
 the outcome) must stay in step, so both are derived from the same registered
-:class:`~._args.CommandSpec` here. The queue is drained in order; a command that
-completes later (:class:`~._outcomes.Pending`) may hold it (``step``) or let later
+:class:`~.._args.CommandSpec` here. The queue is drained in order; a command that
+completes later (:class:`~.outcomes.Pending`) may hold it (``step``) or let later
 commands run while only their completion waits.
 """
 
@@ -19,8 +19,8 @@ import threading
 import urllib.parse
 from typing import Any, Callable, Mapping
 
-from ._args import ArgumentError, CommandSpec, check_name, convert_query
-from ._outcomes import Outcomes, Pending, error_text, failure, success
+from .._args import ArgumentError, CommandSpec, check_name, convert_query
+from .outcomes import Outcomes, Pending, error_text, failure, success
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import collections
 import threading
 from typing import Any, Callable
 
-from ._state import RawJson, encode_state
+from .state import RawJson, encode_state
 
 #: Outcomes kept in ``/state.commandResults`` (the extensions page asks for at least 16).
 RESULTS_KEPT = 32

@@ -14,13 +14,44 @@ game does too. Two shapes:
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .kit import GameBridge
+import threading
+from typing import Any, Callable, Protocol
 
 
-def run(bridge: "GameBridge", update: Callable[[], Any] | None, hz: float,
+class Loopable(Protocol):
+    """The part of :class:`GameBridge`'s public API a loop uses."""
+
+    lock: threading.RLock
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def paused(self) -> bool: ...
+
+    @property
+    def stepping(self) -> bool: ...
+
+    @property
+    def fixed_dt(self) -> float: ...
+
+    @fixed_dt.setter
+    def fixed_dt(self, value: float) -> None: ...
+
+    def pump(self) -> int: ...
+
+    def apply_queued(self) -> int: ...
+
+    def sim_dt(self, real_dt: float | None = None) -> float | None: ...
+
+    def end_sim_frame(self) -> None: ...
+
+    def wait_for_work(self, timeout_s: float) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def run(bridge: Loopable, update: Callable[[], Any] | None, hz: float,
         render: Callable[[], Any] | None) -> None:
     if not hz > 0:
         raise ValueError(f"hz must be positive, got {hz!r}")
@@ -46,7 +77,7 @@ def run(bridge: "GameBridge", update: Callable[[], Any] | None, hz: float,
         bridge.stop()
 
 
-def simulate(bridge: "GameBridge", update: Callable[[], Any] | None, deadline: float) -> int:
+def simulate(bridge: Loopable, update: Callable[[], Any] | None, deadline: float) -> int:
     """One loop frame's updates: one when running; while stepping, as many as the steps
     owe (the finished step's followers applied in between) until ``deadline``."""
     ran = 0
@@ -67,7 +98,7 @@ def simulate(bridge: "GameBridge", update: Callable[[], Any] | None, deadline: f
     return ran
 
 
-def hold_until_sim(bridge: "GameBridge", hz: float) -> bool:
+def hold_until_sim(bridge: Loopable, hz: float) -> bool:
     period = 1.0 / hz
     while True:
         bridge.pump()

@@ -12,8 +12,8 @@ import logging
 import threading
 from typing import Any, Mapping
 
-from ._commands import PROTOCOL
-from ._http import KitHttpServer, Route
+from .commands import PROTOCOL
+from .._http import KitHttpServer, Route
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Serving:
 
     def _write_entry(self, name: str, version: str, environ: Mapping[str, str] | None) -> Any:
         try:
-            from ..registry.writer import register_instance
+            from ...registry.writer import register_instance
         except Exception as exc:  # a vendored kit without the registry still serves
             log.debug("game-bridge kit: no registry writer (%s); not registering", exc)
             return None

@@ -14,13 +14,10 @@ the frames a ``step`` owes, which run with the fixed time step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Protocol
 
-from ._args import Arg, CommandSpec, spec_from_function
-from ._outcomes import Pending
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .kit import GameBridge
+from .._args import Arg, CommandSpec, spec_from_function
+from .outcomes import Pending
 
 #: Environment variable that starts a game with the clock paused.
 START_PAUSED_ENV = "GAME_BRIDGE_START_PAUSED"
@@ -83,7 +80,15 @@ class Clock:
         return due
 
 
-def clock_commands(bridge: "GameBridge", clock: Clock) -> list[CommandSpec]:
+class Pausable(Protocol):
+    """What the clock's commands need of the game's bridge."""
+
+    def set_paused(self, paused: bool) -> None: ...
+
+    def defer(self, *, hold: bool = False) -> Pending: ...
+
+
+def clock_commands(bridge: Pausable, clock: Clock) -> list[CommandSpec]:
     """``pause``, ``resume`` and ``step`` for ``bridge``, whose clock is ``clock``."""
 
     def pause(paused: Annotated[bool, "false resumes (the same as resume)"] = True) -> dict[str, Any]:

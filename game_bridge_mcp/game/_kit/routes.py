@@ -2,8 +2,8 @@
 
 Why a module of its own: the HTTP surface is the contract other languages implement
 from the spec, so each endpoint's parameters and answers are written out here in one
-place, apart from the game-loop machinery in :mod:`.kit`. Every handler takes the query
-string and answers ``(status, json_bytes)`` (or an :class:`~._http.Answer`); the table
+place, apart from the game-loop machinery in :mod:`..kit`. Every handler takes the query
+string and answers ``(status, json_bytes)`` (or an :class:`~.._http.Answer`); the table
 is a plain dict, so a further endpoint is one more entry
 (:meth:`GameBridge.add_route`).
 
@@ -15,25 +15,38 @@ them at once.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
-from . import _query
-from ._http import RouteAnswer, json_bytes
-from ._state import encode_state
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .kit import GameBridge
+from . import query as _query
+from .._http import RouteAnswer, json_bytes
+from .state import encode_state
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str], RouteAnswer]
 
 
+class Served(Protocol):
+    """What the endpoints need of the game's bridge."""
+
+    def wait_completed(self, after: int, timeout_s: float) -> bool: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def encoded_state(self, view: str = "full") -> bytes: ...
+
+    def events_since(self, since: int, limit: int = 100) -> dict[str, Any]: ...
+
+    def queue_command(self, query: str) -> tuple[int, dict[str, Any]]: ...
+
+    def manifest(self) -> dict[str, Any]: ...
+
+
 def _refused(exc: Exception) -> RouteAnswer:
     return 400, json_bytes({"ok": False, "error": str(exc)})
 
 
-def health(bridge: "GameBridge", query: str) -> RouteAnswer:
+def health(bridge: Served, query: str) -> RouteAnswer:
     """``/health[?after=N&waitMs=M]``."""
     try:
         after, wait_s = _query.after_wait(_query.parse(query))
@@ -44,7 +57,7 @@ def health(bridge: "GameBridge", query: str) -> RouteAnswer:
     return 200, json_bytes(bridge.health())
 
 
-def state(bridge: "GameBridge", query: str) -> RouteAnswer:
+def state(bridge: Served, query: str) -> RouteAnswer:
     """``/state[?view=digest][&after=N&waitMs=M]``."""
     try:
         params = _query.parse(query)
@@ -62,7 +75,7 @@ def state(bridge: "GameBridge", query: str) -> RouteAnswer:
         return 500, json_bytes({"ok": False, "error": f"the game's state could not be built: {detail}"})
 
 
-def events(bridge: "GameBridge", query: str) -> RouteAnswer:
+def events(bridge: Served, query: str) -> RouteAnswer:
     """``/events?since=S&limit=L`` -> ``{events, next, dropped}``."""
     try:
         params = _query.parse(query)
@@ -76,22 +89,22 @@ def events(bridge: "GameBridge", query: str) -> RouteAnswer:
         return 500, json_bytes({"ok": False, "error": f"an event could not be encoded: {str(exc)[:300]}"})
 
 
-def command(bridge: "GameBridge", query: str) -> RouteAnswer:
+def command(bridge: Served, query: str) -> RouteAnswer:
     """``/command?cmd=NAME&arg=value...`` -> ``{accepted, commandId, frame}``."""
     status, doc = bridge.queue_command(query)
     return status, json_bytes(doc)
 
 
-def tools(bridge: "GameBridge", query: str) -> RouteAnswer:
+def tools(bridge: Served, query: str) -> RouteAnswer:
     return 200, json_bytes(bridge.manifest())
 
 
-def kit_routes(bridge: "GameBridge") -> dict[str, Handler]:
+def kit_routes(bridge: Served) -> dict[str, Handler]:
     """The contract's endpoints and the kit's extensions, bound to ``bridge``."""
-    table: dict[str, Callable[["GameBridge", str], RouteAnswer]] = {
+    table: dict[str, Callable[[Served, str], RouteAnswer]] = {
         "/health": health, "/state": state, "/command": command, "/tools": tools, "/events": events}
 
-    def bound(handler: Callable[["GameBridge", str], RouteAnswer]) -> Handler:
+    def bound(handler: Callable[[Served, str], RouteAnswer]) -> Handler:
         return lambda query: handler(bridge, query)
 
     return {path: bound(handler) for path, handler in table.items()}
