@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, TextIO, TypeGuard
 
 from ..jsonio import as_int, decode_json
-from ..wire.transport import HttpResponse, Opener, loopback_opener
+from ..wire.transport import HEALTH_MAX_BYTES, HttpResponse, Opener, TransportError, loopback_opener
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 
@@ -84,6 +84,8 @@ class CheckSession:
         self.health_has_completed = False
         self.state_has_completed = False
         self.entry: Any = None
+        self.health_doc: dict[str, Any] = {}  # the first /health answer (its features)
+        self.manifest: Any = None  # the normalised /tools, when the game serves one
 
     # ------------------------------------------------------------------ output
     def report(self, level: str, title: str, *details: str) -> Line:
@@ -119,6 +121,67 @@ class CheckSession:
         started = time.monotonic()
         response, doc, problem = self.get_json("/command?" + query, max_bytes=1024 * 1024)
         return response, doc, problem, (time.monotonic() - started) * 1000
+
+    # ------------------------------------------------------------------ for the extension checks
+    def harmless(self) -> tuple[str, dict[str, str]] | None:
+        """The command the checks may send as often as they like: --command, else noop."""
+        if self.command is not None:
+            return self.command, self.command_args
+        return ("noop", {}) if "noop" in self.known_commands else None
+
+    def send(self, cmd: str, args: Mapping[str, str] | None = None) -> tuple[int | None, str]:
+        """Queue a command: ``(commandId, "")``, or ``(None, what went wrong)``."""
+        try:
+            response, doc, problem, _ms = self._command(cmd, args)
+        except TransportError as exc:
+            return None, f"/command?cmd={cmd} got no usable answer ({exc.kind}: {exc.detail})"
+        if problem is not None or not isinstance(doc, dict):
+            return None, f"/command?cmd={cmd} answered HTTP {response.status}: {problem or show_value(doc)}"
+        if doc.get("accepted") is not True or not is_int(doc.get("commandId")):
+            return None, f"/command?cmd={cmd} was not accepted with a commandId: {show_value(doc)}"
+        return int(doc["commandId"]), ""
+
+    def read(self, path: str, **kwargs: Any) -> tuple[dict[str, Any] | None, str]:
+        """A JSON object from ``path``: ``(doc, "")`` or ``(None, what went wrong)``."""
+        try:
+            response, doc, problem = self.get_json(path, **kwargs)
+        except TransportError as exc:
+            return None, f"GET {path} got no usable answer ({exc.kind}: {exc.detail})"
+        if response.status != 200 or problem is not None or not isinstance(doc, dict):
+            return None, f"GET {path} answered HTTP {response.status}: {problem or show_value(doc)}"
+        return doc, ""
+
+    def completed(self, command_id: int, *, query: str = "") -> tuple[dict[str, Any] | None, str]:
+        """The first ``/state`` (polled back to back) whose completedCommandId reaches ``command_id``."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            doc, problem = self.read("/state" + query)
+            if doc is None:
+                return None, problem
+            done = doc.get("completedCommandId")
+            if is_int(done) and done >= command_id:
+                return doc, ""
+            if time.monotonic() >= deadline:
+                return None, (f"commandId {command_id} did not complete within {self.timeout_s * 1000:.0f} ms "
+                              f"(completedCommandId stayed at {show_value(done)})")
+            time.sleep(0.001)
+
+    def frame_now(self) -> int | None:
+        doc, _problem = self.read("/health", max_bytes=HEALTH_MAX_BYTES)
+        return int(doc["frame"]) if doc is not None and is_int(doc.get("frame")) else None
+
+    def wait_frames(self, count: int) -> tuple[int, float]:
+        """Wait (up to the timeout) for ``frame`` to advance by ``count``: ``(advanced, ms)``."""
+        started = time.monotonic()
+        first = self.frame_now()
+        last = first
+        while first is not None and time.monotonic() - started < self.timeout_s:
+            last = self.frame_now()
+            if last is not None and last - first >= count:
+                break
+            time.sleep(0.002)
+        advanced = (last - first) if first is not None and last is not None else 0
+        return advanced, (time.monotonic() - started) * 1000
 
 
 __all__ = ["CheckSession", "FAIL", "Line", "PASS", "SKIP", "Target", "WARN", "is_int", "show_value"]

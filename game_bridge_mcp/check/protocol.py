@@ -60,7 +60,9 @@ class ProtocolChecks(CheckSession):
             self.report(FAIL, "GET /health has no whole-number \"frame\"",
                         f"It answered {show_value(doc)}. frame is a counter that increases for the life of the "
                         "process; the bridge uses it to notice a restarted game.")
-        elif isinstance(doc, dict) and doc.get("ok") is True:
+        if isinstance(doc, dict):
+            self.health_doc = doc
+        if is_int(frame) and frame >= 0 and isinstance(doc, dict) and doc.get("ok") is True:
             self.health_has_completed = is_int(doc.get("completedCommandId"))
             self.report(PASS, f"GET /health answers {{\"ok\": true, \"frame\": {frame}}}",
                         "It also publishes completedCommandId, so the bridge confirms commands with tiny "
@@ -231,7 +233,7 @@ class ProtocolChecks(CheckSession):
         if problem is not None:
             self.report(FAIL, f"GET /tools: {problem}")
             return
-        manifest = normalise_manifest(doc)
+        manifest = self.manifest = normalise_manifest(doc)
         tools = list(manifest.tools())
         self.known_commands.update(tool.command for tool in tools)
         self.known_commands.update(example.split()[0] for example in manifest.passthrough.get("examples", [])

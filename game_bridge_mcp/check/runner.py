@@ -19,10 +19,15 @@ its registry entry); ``--no-close`` leaves a running game alone. The command use
 the command cycle is ``noop`` when the game knows it; ``--command NAME --arg k=v``
 names another (it is sent twice, so choose something harmless).
 
+Every extension the game advertises in ``/health`` ``features`` is checked as
+``extensions.md`` writes it (``GAME_BRIDGE_START_PAUSED`` by a second launch, so only
+with ``--launch``).
+
 This module is the command line, the order of the run, ``--launch`` (with a watch on
 the registry while the game boots) and the summary. The checks themselves are split by
-area: :mod:`.checks_protocol` (the HTTP contract) and :mod:`.checks_host` (registry
-entry, network exposure, close), both built on :mod:`.checks_base`.
+area: :mod:`.protocol` (the HTTP contract), :mod:`.host` (registry entry, network
+exposure, close), :mod:`.features` (results, after, view, input), :mod:`.events`,
+:mod:`.images` (screenshot) and :mod:`.clock`, all built on :mod:`.base`.
 """
 
 from __future__ import annotations
@@ -33,10 +38,14 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from .base import FAIL, PASS, SKIP, WARN, Line, Target
+from .clock import ClockChecks
+from .events import EventChecks
+from .features import FeatureChecks
 from .host import HostChecks
+from .images import ScreenshotChecks
 from .host import listening_addresses  # noqa: F401 (re-exported)
 from .protocol import FRAME_WATCH_S, SLOW_COMMAND_MS, SLOW_HEALTH_MS, UNKNOWN_PREFIX  # noqa: F401
 from .protocol import ProtocolChecks
@@ -49,10 +58,16 @@ class _Usage(Exception):
 
 # --------------------------------------------------------------------------- the run
 
-class Checker(ProtocolChecks, HostChecks):
+class Checker(ProtocolChecks, HostChecks, FeatureChecks, EventChecks, ScreenshotChecks, ClockChecks):
     """Runs the checks against one port and writes the checklist as it goes. The checks
-    themselves live in :mod:`.checks_protocol` and :mod:`.checks_host`; this is their
-    order, and the one place that decides which run."""
+    themselves live in :mod:`.protocol`, :mod:`.host` and, for the extensions a game
+    advertises, :mod:`.features`, :mod:`.events`, :mod:`.images` and :mod:`.clock`; this
+    is their order, and the one place that decides which run.
+
+    ``relaunch(extra_env) -> (port, stop)`` (``--launch`` only) starts a second instance
+    of the declared game, for the checks that need one started differently."""
+
+    relaunch: Callable[[dict[str, str]], tuple[int, Callable[[], None]]] | None = None
 
     def run(self) -> list[Line]:
         self.out.write(f"Checking the game on {self.base} against the game-bridge contract\n")
@@ -63,6 +78,9 @@ class Checker(ProtocolChecks, HostChecks):
         self.check_tools()
         self.check_unknown_command()
         self.check_command_cycle()
+        self.check_conventions()
+        features = self.read_features()
+        self.check_extensions(features)
         self.check_registry()
         self.check_loopback_only()
         self.check_hardening()
@@ -70,7 +88,21 @@ class Checker(ProtocolChecks, HostChecks):
             self.check_close()
         else:
             self.report(SKIP, "close: not sent (--no-close); the game is left running")
+        if "clock" in features:
+            self.check_start_paused(self.relaunch)
         return self.lines
+
+    def check_extensions(self, features: list[str]) -> None:
+        """Each advertised extension, the clock last (it stops and restarts time)."""
+        checks: dict[str, Callable[[], None]] = {
+            "results": self.check_results, "after": self.check_after, "view": self.check_view,
+            "events": self.check_events, "input": self.check_input,
+            "screenshot": lambda: self.check_screenshot(with_input="input" in features),
+            "clock": lambda: self.check_clock(use_after="after" in features),
+        }
+        for name, check in checks.items():
+            if name in features:
+                check()
 
 
 # --------------------------------------------------------------------------- launching
@@ -227,6 +259,22 @@ def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, 
     return launcher, target
 
 
+def _relauncher(config: Any, environ: Mapping[str, str]) -> Callable[[dict[str, str]], tuple[int, Callable[[], None]]]:
+    """Starts another instance of the declared game with extra environment."""
+    from ..launch.launcher import Launcher
+
+    def relaunch(extra: dict[str, str]) -> tuple[int, Callable[[], None]]:
+        launcher = Launcher(config, environ={**environ, **extra})
+        try:
+            result = launcher.launch()
+        except BaseException:
+            launcher.shutdown(grace_ms=500)
+            raise
+        return int(result["port"]), lambda: launcher.shutdown(grace_ms=1000)
+
+    return relaunch
+
+
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
          environ: Mapping[str, str] | None = None) -> int:
     """``game-bridge-mcp check ...``: 0 when no check failed, 1 otherwise, 2 for usage errors."""
@@ -260,6 +308,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         checker = Checker(target, out=out, environ=env, timeout_ms=ns.timeout, grace_ms=ns.grace,
                           command=ns.command, command_args=ns.command_args, close=not ns.no_close,
                           registry_dir=ns.registry_dir)
+        if ns.launch:
+            checker.relaunch = _relauncher(config, env)
         checker.run()
         counts = checker.counts()
         out.write(_summary(counts))

@@ -109,6 +109,7 @@ LIES = {
     "screenshot-no-frame": "screenshot: no X-Game-Frame header",
     "screenshot-huge": "screenshot: a 100 MB body",
     "screenshot-never": "screenshot: the answer never arrives",
+    "screenshot-no-window": "screenshot: no X-Game-Window header, though input is advertised",
     "screenshot-503-bad": "screenshot: 503 with a text body, not {ok: false, error}",
     "input-wrong-args": "input: key takes 'name' instead of 'key', mouse has no button",
 }
@@ -228,6 +229,9 @@ class HandmadeGame:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "HandmadeGame":
+        """Bind and start serving (once; starting again does nothing)."""
+        if self._server is not None:
+            return self
         self._server = ThreadingHTTPServer(("127.0.0.1", self.requested_port), _handler(self))
         self._server.daemon_threads = True
         server = self._server
@@ -666,7 +670,7 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
             elif "screenshot-truncated" in game.lies:
                 body = body[: len(body) // 2]
             headers = {} if "screenshot-no-frame" in game.lies else {"X-Game-Frame": str(shot["frame"])}
-            if "input" in game.features:
+            if "input" in game.features and "screenshot-no-window" not in game.lies:
                 headers["X-Game-Window"] = f"{game.size[0]}x{game.size[1]}"
             self.send(200, body, ctype, headers)
 
