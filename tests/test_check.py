@@ -15,7 +15,7 @@ from game_bridge_mcp.check.runner import main
 from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.wire.transport import TransportError, loopback_opener
 
-from peers.fakegame import FakeGame
+from peers.fakegame import FakeGame, wait_until
 from peers.kitfakes import REPO, BrokenGame, child_env, demo_process, free_port
 
 pytestmark = pytest.mark.timeout(60)
@@ -59,18 +59,27 @@ def port_is_quiet(port: int) -> bool:
 
 def test_the_demo_game_passes_every_check(registry: dict[str, str]) -> None:
     with demo_process("--hz", "200", env=registry) as demo:
+        for query in ("click&label=Start", "drop&x=0"):  # a round started and a move: events to check
+            loopback_opener(f"http://127.0.0.1:{demo.port}/command?cmd={query}", timeout=5)
+        wait_until(lambda: b'"seq"' in loopback_opener(f"http://127.0.0.1:{demo.port}/events?since=0",
+                                                        timeout=5).body, 5)
         result = check("--port", str(demo.port), environ=registry)
         assert result.code == 0, result
         assert not result.levels("WARN") and not result.levels("FAIL"), result
         for fragment in ('GET /health answers {"ok": true', "frame increases", "GET /state answers",
-                         "completedCommandId, simFrame, paused, ui.screen (MenuScreen)", "GET /tools parses: 9 tools",
+                         "completedCommandId, simFrame, paused, ui.screen (GameScreen)", "GET /tools parses: 9 tools",
                          "an unknown command is refused", "/command?cmd=noop is queued at once",
                          "completedCommandId reached", f"port {demo.port}, pid {demo.proc.pid}",
                          "foreign Host header is refused", "Origin header is refused",
-                         "close shuts the game down", "removed on close"):
+                         "close shuts the game down", "removed on close",
+                         "features: results, after, view, events, screenshot, clock", "results: an entry for each",
+                         "after: /state and /health hold", "view: /state?view=digest keeps only", "events: seq counts up",
+                         "screenshot: GET /screenshot?maxWidth=320&maxHeight=240: PNG", "clock: pause holds simFrame",
+                         "clock: step {frames: 5} advances simFrame by exactly 5", "clock: resume restarts"):
             assert result.has("PASS", fragment), (fragment, result)
         assert result.has("PASS", "bound to loopback only (listening on 127.0.0.1)")
-        assert result.levels("SKIP") == ["registry entry written after bind: checked only with --launch"]
+        assert result.levels("SKIP") == ["registry entry written after bind: checked only with --launch",
+                                         "clock: GAME_BRIDGE_START_PAUSED: checked only with --launch"]
         assert "Summary:" in result.out and "The game conforms." in result.out
         assert demo.wait(10) == 0
     assert read_registry(Path(registry["GAME_BRIDGE_INSTANCES"])).entries == []
@@ -93,6 +102,7 @@ def test_launch_checks_the_entry_is_written_after_bind(tmp_path: Path) -> None:
     assert result.code == 0, result
     assert result.has("PASS", "registry entry was written after the port was bound"), result
     assert result.has("PASS", f"cwd {tmp_path}"), result
+    assert result.has("PASS", "clock: launched with GAME_BRIDGE_START_PAUSED=1 it starts paused"), result
     assert not result.levels("WARN") and not result.levels("FAIL"), result
     assert "Launched on port " in result.out
 
