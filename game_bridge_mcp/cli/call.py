@@ -21,7 +21,7 @@ from typing import Any, Sequence, TextIO
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
-from ..core.tools import BRIDGE_TOOLS, TOOLS
+from ..core.tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [server options]
@@ -127,7 +127,7 @@ def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> di
         launcher = Launcher(config, detached=True)
     bridge = Bridge(config, launcher=launcher)
     try:
-        if tool in {t.name for t in TOOLS}:
+        if tool in TOOL_NAMES:
             return bridge.run_tool(tool, arguments)
         return bridge.run_tool("call_tool", {"name": tool, "arguments": arguments})
     finally:

@@ -25,11 +25,14 @@ from .digest import summarise
 from ..errors import BridgeError, BridgeUsageError, CommandRejected, GameOffline
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
-from .tools import BRIDGE_TOOL_NAMES, TOOLS, check_arguments, tool_def
+from .tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, ToolDef, check_arguments, python_name, tool_def
 from ..wire.transport import Opener
 from .waiting import Condition, wait_for_state
 
 log = logging.getLogger(__name__)
+
+#: ``wait_for``'s ``equals`` when it was not given (None is a value to wait for).
+UNSET: Any = object()
 
 Progress = Callable[[float, float | None, str], None]
 
@@ -136,22 +139,19 @@ class Bridge:
         if tool is None or tool not in TOOLS:
             known = ", ".join(t.name for t in TOOLS)
             raise BridgeUsageError(f"Unknown tool '{name}'. The tools are: {known}. Game and bridge tools are reached through call_tool.")
-        args = check_arguments(name, tool.input_schema, arguments)
-        if name == "launch_instance":
-            return self.launch_instance(port=args.get("port"), timeout_ms=args.get("timeoutMs"), progress=progress)
-        if name == "list_instances":
-            return self.list_instances(range=args.get("range"), registry=args.get("registry"),
-                                       scan=args.get("scan"), prune=bool(args.get("prune", False)))
-        if name == "stop_instance":
-            return self.stop_instance(port=args.get("port"), grace_ms=args.get("graceMs"))
-        if name == "instance_log":
-            return self.instance_log(port=args.get("port"), lines=args.get("lines"), since=args.get("since"))
-        if name == "list_toolsets":
-            return self.list_toolsets(port=args.get("port"))
-        if name == "describe_toolset":
-            return self.describe_toolset(name=args["name"], port=args.get("port"))
-        return self.call_tool(name=args["name"], arguments=args.get("arguments"), port=args.get("port"),
-                              progress=progress)
+        return self._invoke(tool, check_arguments(name, tool.input_schema, arguments), progress=progress)
+
+    def _invoke(self, tool: ToolDef, args: Mapping[str, Any], *, port: int | None = None,
+                progress: Progress | None = None) -> dict[str, Any]:
+        """Call the method the tool table names for ``tool`` with its checked arguments
+        (their spec names in Python spelling, see ``tools.python_name``)."""
+        kwargs: dict[str, Any] = {python_name(key): value for key, value in args.items()}
+        if port is not None:
+            kwargs["port"] = port
+        if tool.progress:
+            kwargs["progress"] = progress
+        result: dict[str, Any] = getattr(self, tool.method)(**kwargs)
+        return result
 
     # ------------------------------------------------------------------ launcher
     def launcher(self) -> Any:
@@ -202,11 +202,11 @@ class Bridge:
 
     # ------------------------------------------------------------------ discovery
     def list_instances(self, *, range: str | None = None, registry: bool | None = None,
-                       scan: bool | None = None, prune: bool = False) -> dict[str, Any]:
+                       scan: bool | None = None, prune: bool | None = False) -> dict[str, Any]:
         from ..discovery.report import discover
 
         return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
-                        use_scan=scan, prune=prune, launched_ports=self._launched_details(), known=self)
+                        use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self)
 
     def _launched_details(self) -> dict[int, dict[str, Any]]:
         """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""
@@ -336,23 +336,15 @@ class Bridge:
     # ------------------------------------------------------------------ bridge toolset
     def _bridge_tool(self, name: str, port: int, args: dict[str, Any]) -> dict[str, Any]:
         tool = tool_def(name)
-        assert tool is not None
-        args = check_arguments(name, tool.input_schema, args)
-        if name == "get_state":
-            return self.get_state(port=port, summary=bool(args.get("summary", False)))
-        if name == "get_health":
-            return self.get_health(port=port)
-        if name == "raw_command":
-            cmd_args = args.get("args") or {}
-            return self.run_command(port, args["command"], cmd_args, sync=args.get("sync", True) is not False,
-                                    timeout_ms=args.get("timeoutMs"), via="raw")
-        if name == "wait_for":
-            return self.wait_for(port=port, path=args.get("path"), equals=args.get("equals"),
-                                 has_equals="equals" in args, changes=bool(args.get("changes", False)),
-                                 event=args.get("event"), timeout_ms=args.get("timeoutMs"))
-        return self.close(port=port, grace_ms=args.get("graceMs"))
+        assert tool is not None and tool in BRIDGE_TOOLS
+        return self._invoke(tool, check_arguments(name, tool.input_schema, args), port=port)
 
-    def get_state(self, *, port: Any = None, summary: bool = False) -> dict[str, Any]:
+    def raw_command(self, *, command: str, args: Mapping[str, Any] | None = None, sync: bool | None = None,
+                    timeout_ms: int | None = None, port: Any = None) -> dict[str, Any]:
+        return self.run_command(self._port(port), command, args or {}, sync=sync is not False,
+                                timeout_ms=timeout_ms, via="raw")
+
+    def get_state(self, *, port: Any = None, summary: bool | None = False) -> dict[str, Any]:
         target = self._port(port)
         state = self._guarded(target, lambda: self.client(target).state())
         if summary:
@@ -380,11 +372,13 @@ class Bridge:
                                  else "Check the game's window or log."))
         return result
 
-    def wait_for(self, *, port: Any = None, path: str | None = None, equals: Any = None,
-                 has_equals: bool = False, changes: bool = False, event: str | None = None,
+    def wait_for(self, *, port: Any = None, path: str | None = None, equals: Any = UNSET,
+                 changes: bool | None = False, event: str | None = None,
                  timeout_ms: Any = None) -> dict[str, Any]:
+        """``equals`` left out and ``equals=None`` differ: the latter waits for null."""
         target = self._port(port)
-        condition = Condition(path=path, equals=equals, has_equals=has_equals, changes=changes, event=event)
+        condition = Condition(path=path, equals=None if equals is UNSET else equals,
+                              has_equals=equals is not UNSET, changes=bool(changes), event=event)
         condition.check()
         client = self.client(target)
 

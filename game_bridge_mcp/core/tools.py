@@ -1,13 +1,16 @@
-"""The table of tools: names, descriptions, input schemas and hints.
+"""The table of tools: names, descriptions, input schemas, hints, and the Bridge method
+that serves each one.
 
 One table, read by the MCP adapter (what is advertised), the ``call`` CLI (what can be
-run) and the Bridge (how arguments are checked). Nothing here talks to a game. A test
-checks that every entry has a Bridge method behind it.
+run) and the Bridge (how arguments are checked, and which method to call: the method
+gets the checked arguments as keywords, spec names in Python spelling, see
+:func:`python_name`). Nothing here talks to a game. Tests check that every entry has a
+method that takes exactly its arguments, and pin what a client sees (a snapshot).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import BridgeUsageError
@@ -35,7 +38,8 @@ class ToolDef:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    annotations_extra: dict[str, Any] = field(default_factory=dict)
+    #: The method also takes ``progress`` (a callable for MCP progress notifications).
+    progress: bool = False
 
     def annotations(self) -> dict[str, Any]:
         hints = {"title": self.title, "readOnlyHint": self.read_only, "openWorldHint": False}
@@ -44,67 +48,6 @@ class ToolDef:
             hints["idempotentHint"] = self.idempotent
         return hints
 
-
-#: The seven advertised tools.
-TOOLS: tuple[ToolDef, ...] = (
-    ToolDef(
-        "launch_instance", "Launch a game instance",
-        "Start a new instance of this project's game (from its gamebridge.json), on a free port the "
-        "bridge picks, and wait until it answers. Returns its port, pid, version, working directory "
-        "and log file. Use it when list_instances shows nothing to drive, or to compare two builds. "
-        "Never choose a port yourself unless you must.",
-        _schema({"port": {**_PORT, "description": "Only if you need a specific port; normally leave it out."},
-                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 3600000, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."}}),
-        "launch_instance"),
-    ToolDef(
-        "list_instances", "List running game instances",
-        "Find every game instance on this machine: the instance registry plus a port scan. Shows each "
-        "one's port, name, version, pid, working directory, screen, toolsets and whether this bridge "
-        "launched it, plus stale registry files and ports taken by something that is not a game. "
-        "Start here in a new session.",
-        _schema({"range": {"type": "string", "description": "Ports to scan, e.g. '7777,7800-7810' (default: --scan-range)."},
-                 "registry": {"type": "boolean", "description": "Read the instance registry (default true unless --no-registry)."},
-                 "scan": {"type": "boolean", "description": "Scan the port range (default true unless --no-scan)."},
-                 "prune": {"type": "boolean", "description": "Delete registry files whose port is dead and whose process is gone (default false; the only thing this tool ever changes)."}}),
-        "list_instances", idempotent=True),
-    ToolDef(
-        "stop_instance", "Stop an instance this bridge launched",
-        "Stop a game instance this bridge launched: the game's own close first, then termination of its "
-        "whole process tree if it does not go within graceMs. Refuses ports this bridge did not launch "
-        "(ask that game to close itself with call_tool name 'close').",
-        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long a clean close may take before escalation (default 3000)."}}),
-        "stop_instance", destructive=True, idempotent=True),
-    ToolDef(
-        "instance_log", "Read a launched instance's output",
-        "The captured stdout/stderr of an instance this bridge launched. Pass the previous answer's "
-        "'next' as 'since' to read only new lines. Use it when a game misbehaves or fails to boot.",
-        _schema({"port": _PORT, "lines": {"type": "integer", "minimum": 1, "maximum": 200, "description": "How many lines at most (default 50)."},
-                 "since": {"type": "integer", "minimum": 0, "description": "Return only lines after this cursor (the 'next' of a previous call)."}}),
-        "instance_log", read_only=True, idempotent=True),
-    ToolDef(
-        "list_toolsets", "List an instance's toolsets",
-        "What this game instance can do, as it describes itself: its toolsets with their tool names, the "
-        "bridge's own toolset ('bridge') and 'passthrough'. Call describe_toolset next for exact argument "
-        "schemas.",
-        _schema({"port": _PORT}),
-        "list_toolsets", read_only=True, idempotent=True),
-    ToolDef(
-        "describe_toolset", "Describe one toolset",
-        "Full JSON Schemas of the tools in one toolset of this instance. 'bridge' gives the bridge's own "
-        "tools (get_state, get_health, raw_command, wait_for, close and composites); 'passthrough' explains "
-        "how to send commands the game does not publish.",
-        _schema({"port": _PORT, "name": {"type": "string", "description": "The toolset's name, from list_toolsets."}}, ("name",)),
-        "describe_toolset", read_only=True, idempotent=True),
-    ToolDef(
-        "call_tool", "Run a tool on an instance",
-        "Run a tool on a game instance: a bridge tool (get_state, get_health, raw_command, wait_for, close), "
-        "a composite, a tool from the game's manifest, or any other command the game accepts. Commands are "
-        "confirmed before returning: the result (frame, screen, scalar game fields, recent events) is the "
-        "world after the command ran.",
-        _schema({"port": _PORT, "name": {"type": "string", "description": "The tool to run."},
-                 "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."}}, ("name",)),
-        "call_tool", destructive=True),
-)
 
 #: The bridge's own toolset, reached through call_tool (and flat with --eager).
 BRIDGE_TOOLS: tuple[ToolDef, ...] = (
@@ -149,15 +92,81 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "close", destructive=True, idempotent=True),
 )
 
+_BRIDGE_LIST = ", ".join(t.name for t in BRIDGE_TOOLS)
+
+#: The seven advertised tools.
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(
+        "launch_instance", "Launch a game instance",
+        "Start a new instance of this project's game (from its gamebridge.json), on a free port the "
+        "bridge picks, and wait until it answers. Returns its port, pid, version, working directory "
+        "and log file. Use it when list_instances shows nothing to drive, or to compare two builds. "
+        "Never choose a port yourself unless you must.",
+        _schema({"port": {**_PORT, "description": "Only if you need a specific port; normally leave it out."},
+                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 3600000, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."}}),
+        "launch_instance", progress=True),
+    ToolDef(
+        "list_instances", "List running game instances",
+        "Find every game instance on this machine: the instance registry plus a port scan. Shows each "
+        "one's port, name, version, pid, working directory, screen, toolsets and whether this bridge "
+        "launched it, plus stale registry files and ports taken by something that is not a game. "
+        "Start here in a new session.",
+        _schema({"range": {"type": "string", "description": "Ports to scan, e.g. '7777,7800-7810' (default: --scan-range)."},
+                 "registry": {"type": "boolean", "description": "Read the instance registry (default true unless --no-registry)."},
+                 "scan": {"type": "boolean", "description": "Scan the port range (default true unless --no-scan)."},
+                 "prune": {"type": "boolean", "description": "Delete registry files whose port is dead and whose process is gone (default false; the only thing this tool ever changes)."}}),
+        "list_instances", idempotent=True),
+    ToolDef(
+        "stop_instance", "Stop an instance this bridge launched",
+        "Stop a game instance this bridge launched: the game's own close first, then termination of its "
+        "whole process tree if it does not go within graceMs. Refuses ports this bridge did not launch "
+        "(ask that game to close itself with call_tool name 'close').",
+        _schema({"port": _PORT, "graceMs": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "How long a clean close may take before escalation (default 3000)."}}),
+        "stop_instance", destructive=True, idempotent=True),
+    ToolDef(
+        "instance_log", "Read a launched instance's output",
+        "The captured stdout/stderr of an instance this bridge launched. Pass the previous answer's "
+        "'next' as 'since' to read only new lines. Use it when a game misbehaves or fails to boot.",
+        _schema({"port": _PORT, "lines": {"type": "integer", "minimum": 1, "maximum": 200, "description": "How many lines at most (default 50)."},
+                 "since": {"type": "integer", "minimum": 0, "description": "Return only lines after this cursor (the 'next' of a previous call)."}}),
+        "instance_log", read_only=True, idempotent=True),
+    ToolDef(
+        "list_toolsets", "List an instance's toolsets",
+        "What this game instance can do, as it describes itself: its toolsets with their tool names, the "
+        "bridge's own toolset ('bridge') and 'passthrough'. Call describe_toolset next for exact argument "
+        "schemas.",
+        _schema({"port": _PORT}),
+        "list_toolsets", read_only=True, idempotent=True),
+    ToolDef(
+        "describe_toolset", "Describe one toolset",
+        "Full JSON Schemas of the tools in one toolset of this instance. 'bridge' gives the bridge's own "
+        f"tools ({_BRIDGE_LIST} and composites); 'passthrough' explains "
+        "how to send commands the game does not publish.",
+        _schema({"port": _PORT, "name": {"type": "string", "description": "The toolset's name, from list_toolsets."}}, ("name",)),
+        "describe_toolset", read_only=True, idempotent=True),
+    ToolDef(
+        "call_tool", "Run a tool on an instance",
+        f"Run a tool on a game instance: a bridge tool ({_BRIDGE_LIST}), "
+        "a composite, a tool from the game's manifest, or any other command the game accepts. Commands are "
+        "confirmed before returning: the result (frame, screen, scalar game fields, recent events) is the "
+        "world after the command ran.",
+        _schema({"port": _PORT, "name": {"type": "string", "description": "The tool to run."},
+                 "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."}}, ("name",)),
+        "call_tool", destructive=True, progress=True),
+)
+
 TOOL_NAMES = frozenset(t.name for t in TOOLS)
 BRIDGE_TOOL_NAMES = frozenset(t.name for t in BRIDGE_TOOLS)
+_BY_NAME = {t.name: t for t in TOOLS + BRIDGE_TOOLS}
 
 
 def tool_def(name: str) -> ToolDef | None:
-    for tool in TOOLS + BRIDGE_TOOLS:
-        if tool.name == name:
-            return tool
-    return None
+    return _BY_NAME.get(name)
+
+
+def python_name(argument: str) -> str:
+    """An argument's spec name in Python spelling: ``timeoutMs`` -> ``timeout_ms``."""
+    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in argument)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

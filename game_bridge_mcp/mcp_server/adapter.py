@@ -42,7 +42,7 @@ from ..core.bridge import Bridge
 from ..core.composites import Composite
 from ..config import Config
 from ..errors import BridgeError
-from ..core.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, ToolDef
+from ..core.tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, ToolDef
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -217,8 +217,8 @@ class BridgeServer:
     def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
         """Runs in a worker thread."""
         try:
-            if self.eager and name not in {t.name for t in TOOLS}:
-                if name in {t.name for t in BRIDGE_TOOLS}:
+            if self.eager and name not in TOOL_NAMES:
+                if name in BRIDGE_TOOL_NAMES:
                     return self.bridge.call_tool(name=name, arguments=arguments, port=None)
                 target = self._eager_tools.get(name)
                 if target is not None:

@@ -1,0 +1,73 @@
+"""The advertised surface: one table drives it, every entry has a method that takes exactly
+its arguments, and a snapshot pins what a client sees (``tools/list`` over the real MCP
+client, the ``--eager`` list, the bridge toolset's schemas and the server's instructions),
+so a change to the surface is always deliberate.
+
+After a deliberate change, accept it with: ``UPDATE_SNAPSHOTS=1 python -m pytest tests/test_surface.py``
+and review the diff of ``tests/snapshots/surface.json``."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from game_bridge_mcp.config import Config
+from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.core.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, python_name
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
+from mcp_harness import connect, dump, run
+from peers.fakegame import FakeGame
+
+SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "surface.json"
+
+
+def test_every_table_entry_has_a_method_that_takes_exactly_its_arguments() -> None:
+    for tool in TOOLS + BRIDGE_TOOLS:
+        method = getattr(Bridge, tool.method, None)
+        assert callable(method), f"{tool.name}: the table names Bridge.{tool.method}, which does not exist"
+        params = {name for name, p in inspect.signature(method).parameters.items()
+                  if name != "self" and p.kind is inspect.Parameter.KEYWORD_ONLY}
+        declared = {python_name(arg) for arg in tool.input_schema.get("properties", {})}
+        expected = declared | ({"progress"} if tool.progress else set())
+        assert params == expected, f"{tool.name}: Bridge.{tool.method} takes {sorted(params)}, the table gives {sorted(expected)}"
+        for arg in tool.input_schema.get("required", []):
+            assert inspect.signature(method).parameters[python_name(arg)].default is inspect.Parameter.empty, \
+                f"{tool.name}: '{arg}' is required by the schema but has a default in the method"
+
+
+def test_tool_names_are_unique_across_the_table() -> None:
+    names = [t.name for t in TOOLS + BRIDGE_TOOLS]
+    assert len(names) == len(set(names))
+
+
+async def _surface() -> dict[str, Any]:
+    out: dict[str, Any] = {"instructions": INSTRUCTIONS}
+    with FakeGame() as game:
+        plain = BridgeServer(Bridge(Config(port=game.port, scan=False, registry=False, environ={})))
+        async with connect(plain) as client:
+            out["tools/list"] = [dump(t) for t in (await client.list_tools()).tools]
+        eager = BridgeServer(Bridge(Config(port=game.port, scan=False, registry=False, eager=True, environ={})))
+        async with connect(eager) as client:
+            listed = [dump(t) for t in (await client.list_tools()).tools]
+        # Flat game tools carry the port, which differs run to run.
+        out["tools/list --eager (bridge part)"] = [t for t in listed if not t["name"].startswith(f"p{game.port}_")]
+        bridge = Bridge(Config(port=game.port, environ={}))
+        toolset = bridge.describe_toolset(name="bridge")
+        toolset.pop("port", None)
+        out["describe_toolset bridge"] = toolset
+    return out
+
+
+def test_what_a_client_sees_matches_the_snapshot() -> None:
+    surface = json.loads(json.dumps(run(_surface)))
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(json.dumps(surface, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    pinned = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    for key in sorted(set(pinned) | set(surface)):
+        assert surface.get(key) == pinned.get(key), (
+            f"The advertised surface changed ({key}). If that is deliberate, run "
+            "UPDATE_SNAPSHOTS=1 python -m pytest tests/test_surface.py and review the snapshot's diff.")
