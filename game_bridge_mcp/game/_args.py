@@ -285,7 +285,7 @@ def _constrained(spec: ArgSpec, declared: Arg, command: str) -> ArgSpec:
             fits = (type(value) is spec.kind or
                     (spec.kind is float and type(value) is int))
             if not fits:
-                raise TypeError(f"{where}: choice {value!r} is not a {TYPE_NAMES[spec.kind]}")
+                raise TypeError(f"{where}: choice {value!r} is not of its type, {TYPE_NAMES[spec.kind]}")
     checked = replace(spec, minimum=low, maximum=high, choices=values)
     if not checked.required and checked.default is not None:
         try:
