@@ -1,0 +1,104 @@
+"""The trace format: JSON Lines, one header line, then one line per tool call.
+
+Why a format of its own: a recording outlives the session, the bridge version and the
+machine that made it, so what a line means must be written down once, here, and read
+the same way by the recorder, ``replay``, the HTML report and the pytest plugin.
+
+Line 1 (the header)::
+
+    {"format": "game-bridge-trace", "version": 1, "created": "2026-...Z",
+     "bridge": "0.1.0", "recorder": "serve"}
+
+Every other line is an object with a ``type``; version 1 writes ``"call"`` lines::
+
+    {"type": "call", "time": "2026-...Z", "tool": "call_tool", "name": "drop",
+     "port": 7820, "arguments": {"x": 1}, "durationMs": 11.9,
+     "answer": {...}                                  # or "error": {...}
+     "game": {"name": ..., "version": ..., "cwd": ..., "paused": ..., "declaration": {...}},
+     "screenshot": {"file": "/abs/saved.png", "copy": "rec.trace.files/3.png"}}
+
+- ``tool`` is one of the seven MCP tools; for ``call_tool`` (and for the flat tools of
+  ``--eager``, which are recorded as the ``call_tool`` they stand for) ``name`` is the
+  tool it ran and ``arguments`` that tool's arguments, without ``port``.
+- ``answer`` is the answer when its JSON is at most ``ANSWER_CAP`` bytes; a bigger one is
+  kept as ``answerSummary`` (the state digest), ``answerBytes`` and ``answerSha256``.
+- ``error`` is ``{"error": name, "message": text, "exitCode": n}``.
+- Readers ignore line types and fields they do not know; a new ``version`` is for a
+  change an old reader would misread.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from typing import Any, Mapping
+
+FORMAT = "game-bridge-trace"
+VERSION = 1
+#: The largest answer kept whole in a trace line (its compact JSON, in bytes).
+ANSWER_CAP = 64 * 1024
+#: The seven tools; only ``call_tool`` calls act on the game and are replayed.
+SESSION_TOOLS = frozenset({"launch_instance", "list_instances", "stop_instance", "instance_log",
+                           "list_toolsets", "describe_toolset"})
+REPLAYED_TOOLS = frozenset({"call_tool"})
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def dumps(value: Any) -> str:
+    """One trace line's JSON: compact, UTF-8, no NaN, anything odd as a string."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=_default)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes": len(value)}  # never base64 a payload into a trace
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (what a trace line holds and a reader gets back)."""
+    return json.loads(dumps(_finite(value)))
+
+
+def _finite(value: Any, depth: int = 0) -> Any:
+    if depth > 200:
+        return "<nested too deeply>"
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v, depth + 1) for v in value]
+    return value
+
+
+def header(recorder: str, bridge_version: str) -> dict[str, Any]:
+    return {"format": FORMAT, "version": VERSION, "created": utc_now(),
+            "bridge": bridge_version, "recorder": recorder}
+
+
+def answer_fields(answer: Any, summarise: Any = None) -> dict[str, Any]:
+    """The ``answer`` fields of a call line: the answer itself, or for one over the cap
+    its digest (``summarise(answer)``), size and hash."""
+    data = jsonable(answer)
+    text = dumps(data)
+    if len(text.encode("utf-8")) <= ANSWER_CAP:
+        return {"answer": data}
+    out: dict[str, Any] = {"answerBytes": len(text.encode("utf-8")),
+                           "answerSha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    summary = summarise(data) if summarise is not None else {}
+    if isinstance(data, Mapping) and "port" in data and isinstance(summary, dict):
+        summary = {"port": data["port"], **summary}
+    out["answerSummary"] = jsonable(summary)
+    return out
+
+
+def error_fields(name: str, message: str, exit_code: int) -> dict[str, Any]:
+    return {"error": {"error": name, "message": message, "exitCode": exit_code}}

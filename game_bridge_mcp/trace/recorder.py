@@ -1,0 +1,179 @@
+"""Recording tool calls: wrap the one place every call passes through, write one line each.
+
+The MCP adapter and ``call`` hand every call to :meth:`Recorder.call` with a function that
+runs it; the recorder times it, writes the trace line (the answer or the error, the game's
+identity, a saved screenshot) and returns or re-raises exactly what the call did. Nothing
+it does can change a call's outcome: building or writing the line is guarded, and the
+writer reports its first failure once and then stays quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .._version import __version__
+from ..errors import BridgeError
+from .format import SESSION_TOOLS, answer_fields, error_fields, jsonable, utc_now
+from .identity import live_identity
+from .writer import TraceWriter, Warn
+
+log = logging.getLogger(__name__)
+
+#: Screenshots larger than this are referenced, not copied beside the trace.
+MAX_SCREENSHOT_COPY = 16 * 1024 * 1024
+_NO_PORT_TOOLS = frozenset({"list_instances", "launch_instance"})
+
+
+def canonical_call(tool: str, arguments: Mapping[str, Any] | None) -> tuple[str | None, Any, dict[str, Any]]:
+    """``(name, explicit port, arguments)`` of a call as the trace keeps it: for call_tool
+    the tool it runs and that tool's own arguments, ``port`` taken out of them."""
+    args = dict(arguments or {})
+    if tool == "call_tool":
+        inner = args.get("arguments")
+        inner = dict(inner) if isinstance(inner, Mapping) else {}
+        port = args.get("port")
+        inner_port = inner.pop("port", None)
+        name = args.get("name")
+        return (name if isinstance(name, str) else None), (port if port is not None else inner_port), inner
+    port = args.pop("port", None) if tool not in _NO_PORT_TOOLS else args.get("port")
+    return None, port, args
+
+
+def _int_port(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 1 <= value <= 65535:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and 1 <= int(value) <= 65535:
+        return int(value)
+    return None
+
+
+class Recorder:
+    """Writes a trace of the calls made through one Bridge."""
+
+    def __init__(self, path: str | Path, bridge: Any, *, recorder: str = "serve",
+                 warn: Warn | None = None, summarise: Callable[[Any], dict[str, Any]] | None = None) -> None:
+        self.path = Path(path)
+        self.bridge = bridge
+        self.writer = TraceWriter(self.path, recorder=recorder, bridge_version=__version__, warn=warn)
+        self._summarise = summarise
+        self._identities: dict[int, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._shots = 0
+
+    # ------------------------------------------------------------------ the hook
+    def call(self, tool: str, arguments: Mapping[str, Any] | None, run: Callable[[], Any]) -> Any:
+        """Run ``run()`` (the call itself) and record it; returns or raises what it did."""
+        try:
+            name, explicit, args = canonical_call(tool, arguments)
+            port = _int_port(explicit)
+            if port is None and tool not in _NO_PORT_TOOLS:
+                port = _int_port(self.bridge.config.default_port())
+            if port is not None and tool == "call_tool":
+                self._identity(port, fetch=True)
+        except Exception:  # noqa: BLE001 - recording never breaks a call
+            log.debug("could not prepare the trace line", exc_info=True)
+            name, args, port = None, {}, None
+        started_at, started = utc_now(), time.monotonic()
+        wall = time.time()
+        try:
+            answer = run()
+        except BaseException as exc:
+            self._write(tool, name, port, args, started_at, wall, started, None, exc)
+            raise
+        self._write(tool, name, port, args, started_at, wall, started, answer, None)
+        return answer
+
+    # ------------------------------------------------------------------ lines
+    def _write(self, tool: str, name: str | None, port: int | None, args: dict[str, Any], when: str,
+               wall: float, started: float, answer: Any, exc: BaseException | None) -> None:
+        if self.writer.failed:
+            return
+        try:
+            duration = round((time.monotonic() - started) * 1000, 3)
+            if isinstance(answer, Mapping) and _int_port(answer.get("port")) is not None:
+                port = _int_port(answer.get("port"))
+            record: dict[str, Any] = {"type": "call", "time": when, "t": round(wall, 3), "tool": tool}
+            if name is not None:
+                record["name"] = name
+            record["port"] = port
+            record["arguments"] = jsonable(args)
+            record["durationMs"] = duration
+            if exc is None:
+                record.update(answer_fields(answer, self._summariser()))
+            elif isinstance(exc, BridgeError):
+                record.update(error_fields(exc.name, exc.message, exc.exit_code))
+            elif isinstance(exc, Exception):
+                record.update(error_fields("InternalError", f"{type(exc).__name__}: {exc}"[:500], 1))
+            else:
+                return  # KeyboardInterrupt, cancellation: not a call's outcome
+            if port is not None and tool not in ("list_instances",):
+                identity = self._identity(port, fetch=exc is None, launched=tool == "launch_instance")
+                if identity:
+                    record["game"] = identity
+            shot = self._screenshot(answer) if exc is None else None
+            if shot is not None:
+                record["screenshot"] = shot
+            self.writer.write(record)
+        except Exception as error:  # noqa: BLE001 - recording never breaks a call
+            log.debug("could not record a call", exc_info=True)
+            self.writer._fail(f"a call could not be recorded ({type(error).__name__}: {error})")
+
+    def _summariser(self) -> Callable[[Any], dict[str, Any]]:
+        if self._summarise is None:
+            from ..digest import summarise
+            self._summarise = summarise
+        return self._summarise
+
+    def _identity(self, port: int, *, fetch: bool, launched: bool = False) -> dict[str, Any] | None:
+        """The identity of the game on ``port``, looked up the first time the session
+        acts on it (before the call, so ``paused`` is how the session found it) and again
+        after ``launch_instance`` starts a new process there."""
+        with self._lock:
+            known = self._identities.get(port)
+        if known is not None and not launched:
+            return known
+        if not fetch:
+            return known
+        identity = live_identity(self.bridge, port, with_state=not launched)
+        if identity is None:
+            return known
+        if launched:
+            identity["paused"] = None  # launch_instance's own arguments say how it started
+        with self._lock:
+            self._identities[port] = identity
+        return identity
+
+    def _screenshot(self, answer: Any) -> dict[str, Any] | None:
+        """A screenshot the bridge saved (``get_screenshot``'s ``file``), copied beside
+        the trace so the recording keeps it when the bridge's own copy is pruned."""
+        if not isinstance(answer, Mapping) or answer.get("format") not in ("png", "jpeg"):
+            return None
+        file = answer.get("file")
+        if not isinstance(file, str) or not file:
+            return None
+        out: dict[str, Any] = {"file": file}
+        source = Path(file)
+        try:
+            if source.is_file() and source.stat().st_size <= MAX_SCREENSHOT_COPY:
+                with self._lock:
+                    self._shots += 1
+                    number = self._shots
+                folder = self.path.with_name(self.path.name + ".files")
+                folder.mkdir(parents=True, exist_ok=True)
+                target = folder / f"{int(time.time() * 1000)}-{number}{source.suffix or '.png'}"
+                shutil.copyfile(source, target)
+                out["copy"] = f"{folder.name}/{target.name}"
+        except OSError as exc:
+            log.debug("could not copy screenshot %s: %s", file, exc)
+        return out
+
+
+def is_session_tool(tool: str) -> bool:
+    return tool in SESSION_TOOLS

@@ -1,0 +1,169 @@
+"""Re-issuing a recording's calls and comparing each answer with the recorded one.
+
+The engine knows nothing of processes or MCP: it is handed the trace, a function that
+runs one ``call_tool`` on a port, and the mapping from recorded ports to the ports of the
+instances it replays against. It runs the calls that act on the game, in order, compares
+each answer with the recorded one under the ignore rules, and stops at the first
+divergence (or, for ``--update``, runs on to the end). A game that stops answering
+(``GameOffline``, ``NotAGameSurface``) where the recording had an answer ends the replay
+as an error, not a divergence: the replay could not be carried out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..errors import BridgeError, GameOffline, NotAGameSurface
+from .compare import Difference, IgnoreRules, differences
+from .format import jsonable
+from .reader import Call, Trace
+
+#: ``run(name, arguments, port)``: one call_tool against the replay instance.
+RunCall = Callable[[str, dict[str, Any], int], Any]
+Summarise = Callable[[Any], dict[str, Any]]
+
+SAME, DIVERGED, SKIPPED, NOT_RUN, FAILED = "same", "diverged", "skipped", "not-run", "failed"
+
+
+@dataclass
+class StepOutcome:
+    call: Call
+    status: str
+    replay_port: int | None = None
+    answer: Any = None
+    error: dict[str, Any] | None = None
+    differences: list[Difference] = field(default_factory=list)
+    duration_ms: float | None = None
+
+    @property
+    def replayed_view(self) -> Any:
+        if self.error is not None:
+            return {"error": self.error}
+        return self.answer
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    steps: list[StepOutcome]
+    rules: IgnoreRules
+    failure: BridgeError | None = None
+    failed_step: StepOutcome | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def divergences(self) -> list[StepOutcome]:
+        return [s for s in self.steps if s.status == DIVERGED]
+
+    @property
+    def first_divergence(self) -> StepOutcome | None:
+        found = self.divergences
+        return found[0] if found else None
+
+    def exit_code(self, *, update: bool = False) -> int:
+        if self.failure is not None:
+            return self.failure.exit_code
+        if self.divergences and not update:
+            return 1
+        return 0
+
+
+def _normalise_message(message: Any, ports: set[int]) -> Any:
+    if not isinstance(message, str):
+        return message
+    for port in sorted(ports, reverse=True):
+        message = re.sub(rf"(?<![0-9]){port}(?![0-9])", "<port>", message)
+    return message
+
+
+def error_view(error: Mapping[str, Any], ports: set[int]) -> dict[str, Any]:
+    """What of an error is compared: its name and its message, ports written as <port>."""
+    return {"error": error.get("error"), "message": _normalise_message(error.get("message"), ports)}
+
+
+def recorded_view(call: Call, summarise: Summarise) -> tuple[str, Any]:
+    record = call.record
+    if call.error is not None:
+        return "error", call.error
+    if "answer" in record:
+        return "answer", record["answer"]
+    return "summary", record.get("answerSummary")
+
+
+def compare_step(call: Call, replay_port: int, answer: Any, error: dict[str, Any] | None,
+                 rules: IgnoreRules, summarise: Summarise) -> list[Difference]:
+    """The differences between the recorded outcome of ``call`` and a replayed one."""
+    kind, recorded = recorded_view(call, summarise)
+    ports = {p for p in (call.port, replay_port) if p is not None}
+    if kind == "error" or error is not None:
+        if kind != "error":
+            assert error is not None
+            return [Difference("error", None, f"{error.get('error')}: {error.get('message')}", "added")]
+        if error is None:
+            return [Difference("error", f"{recorded.get('error')}: {recorded.get('message')}", None, "missing")]
+        return differences(error_view(recorded, ports), error_view(error, ports), rules)
+    if kind == "summary":
+        summary = summarise(answer)
+        if isinstance(answer, Mapping) and "port" in answer:
+            summary = {"port": answer["port"], **summary}
+        answer = summary
+    return differences(recorded, answer, rules)
+
+
+def _error_dict(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, BridgeError):
+        return {"error": exc.name, "message": exc.message, "exitCode": exc.exit_code}
+    return {"error": "InternalError", "message": f"{type(exc).__name__}: {exc}"[:500], "exitCode": 1}
+
+
+def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: IgnoreRules,
+           summarise: Summarise, keep_going: bool = False,
+           on_step: Callable[[StepOutcome], None] | None = None,
+           clock: Callable[[], float] = time.monotonic) -> ReplayResult:
+    """Replay ``trace``; ``ports`` maps each recorded port to the port replayed against."""
+    result = ReplayResult(trace=trace, steps=[], rules=rules)
+    stopped = False
+    for call in trace.calls:
+        if not call.replayed:
+            result.steps.append(StepOutcome(call, SKIPPED))
+            continue
+        if stopped:
+            result.steps.append(StepOutcome(call, NOT_RUN))
+            continue
+        target = ports.get(call.port) if call.port is not None else next(iter(ports.values()), None)
+        if target is None:  # the caller maps every recorded port; this is a bug guard
+            raise ValueError(f"no replay port for recorded port {call.port}")
+        assert call.name is not None
+        started = clock()
+        answer: Any = None
+        error: dict[str, Any] | None = None
+        raised: BaseException | None = None
+        try:
+            answer = jsonable(run(call.name, dict(call.arguments), target))
+        except (BridgeError, RecursionError) as exc:
+            error, raised = _error_dict(exc), exc
+        duration = round((clock() - started) * 1000, 3)
+        outcome = StepOutcome(call, SAME, replay_port=target, answer=answer, error=error, duration_ms=duration)
+        recorded_error = (call.error or {}).get("error")
+        if isinstance(raised, (GameOffline, NotAGameSurface)) and recorded_error != type(raised).__name__:
+            outcome.status = FAILED
+            result.failure, result.failed_step = raised, outcome
+            stopped = True
+        else:
+            outcome.differences = compare_step(call, target, answer, error, rules, summarise)
+            if outcome.differences:
+                outcome.status = DIVERGED
+                stopped = not keep_going
+        result.steps.append(outcome)
+        if on_step is not None:
+            on_step(outcome)
+    return result
+
+
+def describe_call(call: Call) -> str:
+    args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+    return f"{call.name or call.tool} {args}"

@@ -1,0 +1,262 @@
+"""The replay as one self-contained HTML page, for a person to look at.
+
+No network and no external assets: styles are inline, screenshots are ``data:`` URIs, there
+is no script, and a Content-Security-Policy says so to the browser (``default-src 'none'``),
+so the page renders the same from a CI artefact, an e-mail attachment or a laptop offline.
+
+The page: a verdict banner; the recording's and the replay instance's identity; a strip of
+one square per step (a link to it, coloured by outcome); then the timeline, each step
+with its time, call and arguments, the recorded and the replayed answer side by side, the
+differing paths marked in both and listed in a table, and the screenshots the recording
+and the replay saved.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .reader import Call
+from .replay import DIVERGED, FAILED, NOT_RUN, SAME, SKIPPED, ReplayResult, StepOutcome
+
+MAX_IMAGE_BYTES = 8 * 1024 * 1024
+MAX_JSON_CHARS = 200_000
+_STATUS_TEXT = {SAME: "same", DIVERGED: "DIVERGED", SKIPPED: "not replayed", NOT_RUN: "not run", FAILED: "FAILED"}
+
+CSS = """
+:root { --ok:#2e7d32; --bad:#c62828; --mute:#757575; --line:#e0e0e0; --bg:#fafafa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #212121; background: #fff; }
+header { padding: 16px 24px; border-bottom: 1px solid var(--line); }
+h1 { font-size: 20px; margin: 0 0 8px; }
+.verdict { display: inline-block; padding: 4px 12px; border-radius: 4px; color: #fff; font-weight: 700; letter-spacing: .04em; }
+.verdict.same { background: var(--ok); } .verdict.diverged, .verdict.failed { background: var(--bad); }
+.verdict.updated { background: #1565c0; }
+.meta { color: var(--mute); margin: 8px 0 0; } .meta code { color: #212121; }
+table.ids { border-collapse: collapse; margin-top: 10px; }
+table.ids td, table.ids th { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+nav.strip { display: flex; flex-wrap: wrap; gap: 3px; padding: 10px 24px; border-bottom: 1px solid var(--line); background: var(--bg); }
+nav.strip a { display: block; width: 18px; height: 18px; border-radius: 3px; font-size: 9px; color: #fff; text-align: center; line-height: 18px; text-decoration: none; }
+.s-same { background: var(--ok); } .s-diverged, .s-failed { background: var(--bad); } .s-skipped { background: #bdbdbd; } .s-not-run { background: #eeeeee; color: #9e9e9e !important; }
+ol.timeline { list-style: none; margin: 0; padding: 12px 24px 48px; }
+li.step { border: 1px solid var(--line); border-left: 6px solid var(--line); border-radius: 4px; margin: 10px 0; padding: 8px 12px; }
+li.step.same { border-left-color: var(--ok); } li.step.skipped, li.step.not-run { border-left-color: #bdbdbd; color: #616161; }
+li.step.diverged, li.step.failed { border: 2px solid var(--bad); border-left: 8px solid var(--bad); background: #fff5f5; }
+.head { display: flex; gap: 12px; align-items: baseline; flex-wrap: wrap; }
+.n { font-weight: 700; min-width: 2.5em; } .t { color: var(--mute); font-variant-numeric: tabular-nums; }
+.status { margin-left: auto; font-weight: 700; } .same .status { color: var(--ok); } .diverged .status, .failed .status { color: var(--bad); }
+pre { margin: 4px 0; padding: 6px 8px; background: var(--bg); border: 1px solid var(--line); border-radius: 3px; overflow-x: auto; font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap; word-break: break-word; }
+.sides { display: grid; grid-template-columns: 1fr 1fr; gap: 10px; margin-top: 6px; }
+.side h4 { margin: 4px 0; font-size: 12px; text-transform: uppercase; color: var(--mute); }
+mark.d { background: #ffcdd2; outline: 1px solid var(--bad); color: inherit; }
+table.diff { border-collapse: collapse; margin: 6px 0; width: 100%; }
+table.diff th, table.diff td { border: 1px solid #ef9a9a; padding: 3px 6px; text-align: left; vertical-align: top; font: 12px/1.4 ui-monospace, monospace; word-break: break-word; }
+table.diff th { background: #ffebee; font-family: system-ui, sans-serif; }
+img.shot { max-width: 100%; border: 1px solid var(--line); image-rendering: pixelated; }
+.error { color: var(--bad); font-weight: 600; }
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def json_html(value: Any, marked: set[str], path: tuple[str, ...] = (), indent: int = 0) -> str:
+    """Pretty-printed JSON as HTML, each value at a path in ``marked`` wrapped in <mark>."""
+    pad = "  " * indent
+    dotted = ".".join(path)
+    if isinstance(value, Mapping) and value:
+        items = []
+        for key, item in value.items():
+            child = path + (str(key),)
+            rendered = f'{pad}  {_e(_dump(str(key)))}: {json_html(item, marked, child, indent + 1).lstrip()}'
+            if ".".join(child) in marked and isinstance(item, (Mapping, list)) and item:
+                rendered = f'<mark class="d">{rendered}</mark>'
+            items.append(rendered)
+        body = "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    elif isinstance(value, list) and value:
+        items = []
+        for index, item in enumerate(value):
+            child = path + (str(index),)
+            rendered = f"{pad}  {json_html(item, marked, child, indent + 1).lstrip()}"
+            if ".".join(child) in marked and isinstance(item, (Mapping, list)) and item:
+                rendered = f'<mark class="d">{rendered}</mark>'
+            items.append(rendered)
+        body = "[\n" + ",\n".join(items) + f"\n{pad}]"
+    else:
+        body = _e(_dump(value))
+        if dotted in marked or (not path and "" in marked):
+            body = f'<mark class="d">{body}</mark>'
+    return pad + body
+
+
+def _image_uri(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_IMAGE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        mime = "image/png"
+    elif data.startswith(b"\xff\xd8\xff"):
+        mime = "image/jpeg"
+    else:
+        return None
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def recorded_screenshot(call: Call, trace_dir: Path) -> Path | None:
+    shot = call.screenshot
+    if not shot:
+        return None
+    copy = shot.get("copy")
+    if isinstance(copy, str) and copy and not Path(copy).is_absolute() and ".." not in Path(copy).parts:
+        candidate = trace_dir / copy
+        if candidate.is_file():
+            return candidate
+    original = shot.get("file")
+    return Path(original) if isinstance(original, str) and original else None
+
+
+def replayed_screenshot(step: StepOutcome) -> Path | None:
+    answer = step.answer
+    if isinstance(answer, Mapping) and isinstance(answer.get("file"), str) and answer.get("format") in ("png", "jpeg"):
+        return Path(answer["file"])
+    return None
+
+
+def _shot_html(path: Path | None, label: str) -> str:
+    if path is None:
+        return ""
+    uri = _image_uri(path)
+    if uri is None:
+        return f'<p class="meta">{_e(label)} screenshot {_e(path)} is not available.</p>'
+    return f'<img class="shot" alt="{_e(label)} screenshot" src="{uri}">'
+
+
+def _side(title: str, value: Any, marked: set[str], shot: str) -> str:
+    text = json_html(value, marked) if value is not None else "(nothing)"
+    if len(text) > MAX_JSON_CHARS:
+        text = _e(_dump(value)[:MAX_JSON_CHARS]) + "…"
+    return f'<div class="side"><h4>{_e(title)}</h4><pre>{text}</pre>{shot}</div>'
+
+
+def _recorded_value(call: Call) -> Any:
+    if call.error is not None:
+        return {"error": call.error}
+    if "answer" in call.record:
+        return call.record["answer"]
+    return call.record.get("answerSummary")
+
+
+def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path) -> str:
+    call = step.call
+    status = step.status
+    offset = ""
+    t = call.record.get("t")
+    if isinstance(t, (int, float)) and t0 is not None:
+        offset = f"+{t - t0:.3f} s"
+    port = call.port if step.replay_port in (None, call.port) else f"{call.port} → {step.replay_port}"
+    head = (f'<div class="head"><span class="n">#{call.step}</span><span class="t">{_e(offset)}</span>'
+            f'<code>{_e(call.name or call.tool)}</code><span class="meta">{_e(call.tool)}, port {_e(port)}</span>'
+            f'<span class="status">{_e(_STATUS_TEXT.get(status, status))}</span></div>')
+    parts = [head, f'<pre class="args">{_e(_dump(call.arguments))}</pre>']
+    marked_rec = {d.path for d in step.differences if d.kind != "added"}
+    marked_rep = {d.path for d in step.differences if d.kind != "missing"}
+    if step.differences:
+        rows = "".join(f"<tr><td>{_e(d.path or '(whole answer)')}</td><td>{_e(d.recorded_text())}</td>"
+                       f"<td>{_e(d.replayed_text())}</td></tr>" for d in step.differences)
+        parts.append(f'<table class="diff"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>{rows}</table>')
+    if status == FAILED and step.error is not None:
+        parts.append(f'<p class="error">{_e(step.error.get("error"))}: {_e(step.error.get("message"))}</p>')
+    recorded_shot = _shot_html(recorded_screenshot(call, trace_dir), "recorded")
+    if status in (SAME, DIVERGED, FAILED):
+        parts.append('<div class="sides">'
+                     + _side("recorded", _recorded_value(call), marked_rec, recorded_shot)
+                     + _side("replayed", step.replayed_view, marked_rep, _shot_html(replayed_screenshot(step), "replayed"))
+                     + "</div>")
+    else:
+        parts.append('<div class="sides">' + _side("recorded", _recorded_value(call), set(), recorded_shot) + "</div>")
+    return f'<li class="step {status}" id="step-{call.step}">' + "".join(parts) + "</li>"
+
+
+def _verdict(result: ReplayResult, update: bool) -> tuple[str, str]:
+    if result.failure is not None:
+        return "failed", "FAILED"
+    if result.divergences:
+        return ("updated", "UPDATED") if update else ("diverged", "DIVERGED")
+    return "same", "SAME"
+
+
+def _identity_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    cells = "".join(f"<tr><th>{_e(label)}</th><td>{_e(ident.get('name'))}</td><td>{_e(ident.get('version'))}</td>"
+                    f"<td>{_e(ident.get('cwd'))}</td><td>{_e(ident.get('paused'))}</td></tr>" for label, ident in rows)
+    return ('<table class="ids"><tr><th></th><th>game</th><th>version</th><th>cwd</th><th>started paused</th></tr>'
+            f"{cells}</table>")
+
+
+def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, Any]] | None = None,
+                  update: bool = False) -> str:
+    """The report page for one replay; ``current`` is the replayed instances' identity by port."""
+    trace = result.trace
+    trace_dir = trace.path.parent
+    css_class, word = _verdict(result, update)
+    first = result.first_divergence or result.failed_step
+    summary = (f'Step {first.call.step}: <code>{_e(first.call.label())}</code>' if first is not None
+               else "every replayed answer matches the recording")
+    times = [float(t) for t in (c.record.get("t") for c in trace.calls) if isinstance(t, (int, float))]
+    t0 = min(times) if times else None
+    idents: list[tuple[str, Mapping[str, Any]]] = []
+    for port in trace.ports() or [c.port for c in trace.calls if c.port is not None][:1]:
+        idents.append((f"recorded (port {port})", trace.identity(port)))
+    for port, ident in (current or {}).items():
+        idents.append((f"replayed (port {port})", ident))
+    head = trace.header
+    notes = "".join(f'<p class="meta">note: {_e(n)}</p>' for n in result.notes)
+    strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
+                    f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
+                    for s in result.steps)
+    steps = "\n".join(_step_html(s, t0, trace_dir) for s in result.steps)
+    failure = ""
+    if result.failure is not None:
+        failure = f'<p class="error">{_e(result.failure.render())}</p>'
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(word)}: replay of {_e(trace.path.name)}</title>
+<style>{CSS}</style></head>
+<body>
+<header>
+<h1>Replay of <code>{_e(trace.path.name)}</code> <span class="verdict {css_class}" id="verdict">{_e(word)}</span></h1>
+<p class="meta">{summary}</p>
+{failure}
+<p class="meta">Recorded {_e(head.get('created'))} by game-bridge-mcp {_e(head.get('bridge'))} ({_e(head.get('recorder'))});
+{len(trace.calls)} calls, {len(trace.replayed_calls)} replayed.
+Ignored paths: <code>{_e(', '.join(result.rules.patterns))}</code></p>
+{notes}
+{_identity_rows(idents)}
+</header>
+<nav class="strip" aria-label="steps">{strip}</nav>
+<ol class="timeline">
+{steps}
+</ol>
+</body></html>
+"""
+
+
+def write_report(path: str | Path, result: ReplayResult, **kwargs: Any) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(render_report(result, **kwargs), encoding="utf-8")
+    tmp.replace(target)
+    return target

@@ -1,0 +1,121 @@
+"""Appending to a trace: one ``write`` per line, flushed, and never a reason for a call to fail.
+
+Recording is a side channel: a full disk, a read-only directory or a file that turns out
+to be something else must not change what the agent gets. So the writer reports its first
+failure once (on stderr, through ``warn``), stops writing, and every later ``write`` is a
+no-op. Several processes may append to one file (``GAME_BRIDGE_RECORD`` set for a run of
+``call`` commands): the file is opened with ``O_APPEND`` and each line goes out in one
+``os.write``, so lines from different writers do not interleave; the header is written
+only by the writer that finds the file empty.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .format import FORMAT, dumps, header
+
+Warn = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    try:
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class TraceWriter:
+    """Append-only JSON Lines writer for one trace file. Thread-safe."""
+
+    def __init__(self, path: str | Path, *, recorder: str, bridge_version: str,
+                 warn: Warn | None = None) -> None:
+        self.path = Path(path)
+        self._recorder = recorder
+        self._bridge_version = bridge_version
+        self._warn = warn or _stderr
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._failed = False
+        self.lines_written = 0
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    def _fail(self, what: str) -> None:
+        if not self._failed:
+            self._failed = True
+            self._warn(f"game-bridge-mcp: warning: not recording to {self.path}: {what}. "
+                       "Tool calls go on unrecorded; fix the path (--record FILE or GAME_BRIDGE_RECORD).")
+        self._close_fd()
+
+    def _open(self) -> int | None:
+        if self._fd is not None or self._failed:
+            return self._fd
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            self._fail(f"cannot open it ({exc.strerror or exc})")
+            return None
+        self._fd = fd
+        try:
+            if os.fstat(fd).st_size == 0:
+                self._write_line(header(self._recorder, self._bridge_version))
+            elif not self._is_trace():
+                self._fail("it exists and is not a game-bridge trace (its first line does not name "
+                           f"the format {FORMAT!r}); give a new file")
+                return None
+        except OSError as exc:
+            self._fail(f"cannot write it ({exc.strerror or exc})")
+            return None
+        return self._fd
+
+    def _is_trace(self) -> bool:
+        try:
+            with open(self.path, "rb") as handle:
+                first = handle.readline(64 * 1024)
+        except OSError:
+            return False
+        return f'"format":"{FORMAT}"'.encode() in first.replace(b" ", b"")
+
+    def _write_line(self, record: Mapping[str, Any]) -> None:
+        assert self._fd is not None
+        data = (dumps(record) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def write(self, record: Mapping[str, Any]) -> bool:
+        """Append one line. Returns whether it was written; never raises."""
+        with self._lock:
+            if self._failed:
+                return False
+            try:
+                if self._open() is None:
+                    return False
+                self._write_line(record)
+                self.lines_written += 1
+                return True
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
+                self._fail(f"cannot write it ({getattr(exc, 'strerror', None) or exc})")
+                return False
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_fd()
