@@ -89,6 +89,8 @@ class Config:
     manifest_file: Path | None = None
     eager: bool = False
     timeout_ms: int = DEFAULT_TIMEOUT_MS
+    #: Where to record a trace of every tool call (``--record``, ``GAME_BRIDGE_RECORD``).
+    record: Path | None = None
     #: The project's launch declaration (a ``launch.declaration.LaunchDeclaration``), set by
     #: ``apply_project_config``; typed loosely so this leaf needs nothing above it.
     declaration: object | None = None
@@ -158,6 +160,7 @@ def build_parser(prog: str = "game-bridge-mcp") -> argparse.ArgumentParser:
     p.add_argument("--manifest", metavar="FILE", help="Tool manifest for games that do not serve GET /tools (env GAME_BRIDGE_MANIFEST)")
     p.add_argument("--eager", action="store_true", help="Advertise every game tool flatly, for clients that cannot discover")
     p.add_argument("--timeout", metavar="MS", help=f"HTTP and command timeout in ms (default {DEFAULT_TIMEOUT_MS})")
+    p.add_argument("--record", metavar="FILE", help="Append a trace of every tool call to FILE (JSON Lines), for game-bridge-mcp replay (env GAME_BRIDGE_RECORD)")
     p.add_argument("-h", "--help", action="store_true", help="Show this help and exit")
     p.add_argument("-v", "--version", action="store_true", help="Show the version and exit")
     return p
@@ -210,6 +213,9 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     if manifest:
         cfg.manifest_file = Path(manifest).expanduser()
     cfg.eager = bool(ns.eager)
+    record = ns.record or _env(env, "GAME_BRIDGE_RECORD")
+    if record:
+        cfg.record = Path(record).expanduser()
     if ns.timeout is not None:
         try:
             cfg.timeout_ms = int(ns.timeout)

@@ -33,6 +33,7 @@ JSON is its arguments object. Errors go to stderr; the exit code says which:
   0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline, 4 NotAGameSurface,
   5 CommandTimeout.
 --keep lets launch_instance leave the game running after the command returns.
+--record FILE (or GAME_BRIDGE_RECORD) appends the call to a trace for game-bridge-mcp replay.
 """
 
 
@@ -42,7 +43,7 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str], bool, bool]:
     options: list[str] = []
     keep = listing = False
     takes_value = {"-p", "--port", "--scan-range", "--registry-dir", "--config", "--launch-hint",
-                   "--manifest", "--timeout"}
+                   "--manifest", "--timeout", "--record"}
     args = list(argv)
     i = 0
     while i < len(args):
@@ -126,10 +127,18 @@ def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> di
         from ..launch.launcher import Launcher
         launcher = Launcher(config, detached=True)
     bridge = Bridge(config, launcher=launcher)
+    if tool not in TOOL_NAMES:
+        tool, arguments = "call_tool", {"name": tool, "arguments": arguments}
     try:
-        if tool in TOOL_NAMES:
-            return bridge.run_tool(tool, arguments)
-        return bridge.run_tool("call_tool", {"name": tool, "arguments": arguments})
+        if config.record is not None:  # --record FILE / GAME_BRIDGE_RECORD: append this call
+            from ..trace.recorder import Recorder
+            recorder = Recorder(config.record, bridge, recorder="call")
+            try:
+                result: dict[str, Any] = recorder.call(tool, arguments, lambda: bridge.run_tool(tool, arguments))
+                return result
+            finally:
+                recorder.writer.close()
+        return bridge.run_tool(tool, arguments)
     finally:
         if not keep:
             bridge.shutdown()

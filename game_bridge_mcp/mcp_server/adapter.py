@@ -129,6 +129,10 @@ class BridgeServer:
         self._token: Any = None
         self._eager_tools: dict[str, tuple[int, str]] = {}
         self._manifest_changes_seen = bridge.manifest_changes
+        self.recorder: Any = None
+        if bridge.config.record is not None:  # --record FILE: a trace of every call (trace/)
+            from ..trace.recorder import Recorder
+            self.recorder = Recorder(bridge.config.record, bridge, recorder="serve")
         if _SDK2:
             self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
                                  on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2)
@@ -215,18 +219,30 @@ class BridgeServer:
 
     # ------------------------------------------------------------------ calls
     def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
-        """Runs in a worker thread."""
+        """Runs in a worker thread. Every tool call passes through here, so this is where a
+        recording wraps it (as the seven tools' call it is: a flat tool of --eager is
+        recorded as the call_tool it stands for)."""
+        tool, args, run = self._route(name, arguments, progress)
         try:
-            if self.eager and name not in TOOL_NAMES:
-                if name in BRIDGE_TOOL_NAMES:
-                    return self.bridge.call_tool(name=name, arguments=arguments, port=None)
-                target = self._eager_tools.get(name)
-                if target is not None:
-                    port, tool = target
-                    return self.bridge.call_tool(name=tool, arguments=arguments, port=port)
-            return self.bridge.run_tool(name, arguments, progress=progress)
+            if self.recorder is None:
+                return run()
+            result: dict[str, Any] = self.recorder.call(tool, args, run)
+            return result
         finally:
             self._announce_manifest_changes()
+
+    def _route(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None
+               ) -> tuple[str, dict[str, Any], Callable[[], dict[str, Any]]]:
+        if self.eager and name not in TOOL_NAMES:
+            if name in BRIDGE_TOOL_NAMES:
+                return ("call_tool", {"name": name, "arguments": arguments},
+                        lambda: self.bridge.call_tool(name=name, arguments=arguments, port=None))
+            target = self._eager_tools.get(name)
+            if target is not None:
+                port, tool = target
+                return ("call_tool", {"name": tool, "arguments": arguments, "port": port},
+                        lambda: self.bridge.call_tool(name=tool, arguments=arguments, port=port))
+        return name, arguments, lambda: self.bridge.run_tool(name, arguments, progress=progress)
 
     async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
         self._session = session

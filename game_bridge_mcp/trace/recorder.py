@@ -127,7 +127,7 @@ class Recorder:
 
     def _summariser(self) -> Callable[[Any], dict[str, Any]]:
         if self._summarise is None:
-            from ..digest import summarise
+            from ..core.digest import summarise
             self._summarise = summarise
         return self._summarise
 
@@ -141,11 +141,9 @@ class Recorder:
             return known
         if not fetch:
             return known
-        identity = live_identity(self.bridge, port, with_state=not launched)
+        identity = live_identity(self.bridge, port)  # right after a launch: how the game started
         if identity is None:
             return known
-        if launched:
-            identity["paused"] = None  # launch_instance's own arguments say how it started
         with self._lock:
             self._identities[port] = identity
         return identity
