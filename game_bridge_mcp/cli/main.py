@@ -18,13 +18,14 @@ from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
 
 log = logging.getLogger("game_bridge_mcp")
 
-SUBCOMMANDS = ("call", "check", "demo")
+SUBCOMMANDS = ("call", "check", "demo", "replay")
 USAGE = """\
 usage: game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
        game-bridge-mcp call --list                list the tools call can run
        game-bridge-mcp check (--port N | --launch)  check a game against the contract
        game-bridge-mcp demo [--init]              launch and play the bundled demo game
+       game-bridge-mcp replay FILE (--port N | --launch)  replay a recorded session and compare
 """
 
 
@@ -84,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if command == "check":
                 from ..check.runner import main as check_main
                 return check_main(rest)
+            if command == "replay":
+                from .replay import main as replay_main
+                return replay_main(rest)
             from .demo import main as demo_main
             return demo_main(rest)
         return serve(args)

@@ -11,7 +11,6 @@ as an error, not a divergence: the replay could not be carried out.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -85,7 +84,7 @@ def error_view(error: Mapping[str, Any], ports: set[int]) -> dict[str, Any]:
     return {"error": error.get("error"), "message": _normalise_message(error.get("message"), ports)}
 
 
-def recorded_view(call: Call, summarise: Summarise) -> tuple[str, Any]:
+def recorded_view(call: Call) -> tuple[str, Any]:
     record = call.record
     if call.error is not None:
         return "error", call.error
@@ -97,7 +96,7 @@ def recorded_view(call: Call, summarise: Summarise) -> tuple[str, Any]:
 def compare_step(call: Call, replay_port: int, answer: Any, error: dict[str, Any] | None,
                  rules: IgnoreRules, summarise: Summarise) -> list[Difference]:
     """The differences between the recorded outcome of ``call`` and a replayed one."""
-    kind, recorded = recorded_view(call, summarise)
+    kind, recorded = recorded_view(call)
     ports = {p for p in (call.port, replay_port) if p is not None}
     if kind == "error" or error is not None:
         if kind != "error":
@@ -105,7 +104,7 @@ def compare_step(call: Call, replay_port: int, answer: Any, error: dict[str, Any
             return [Difference("error", None, f"{error.get('error')}: {error.get('message')}", "added")]
         if error is None:
             return [Difference("error", f"{recorded.get('error')}: {recorded.get('message')}", None, "missing")]
-        return differences(error_view(recorded, ports), error_view(error, ports), rules)
+        return differences({"error": error_view(recorded, ports)}, {"error": error_view(error, ports)}, rules)
     if kind == "summary":
         summary = summarise(answer)
         if isinstance(answer, Mapping) and "port" in answer:
@@ -162,8 +161,3 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
         if on_step is not None:
             on_step(outcome)
     return result
-
-
-def describe_call(call: Call) -> str:
-    args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-    return f"{call.name or call.tool} {args}"

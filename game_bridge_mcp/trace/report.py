@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .reader import Call
+from .compare import IgnoreRules
 from .replay import DIVERGED, FAILED, NOT_RUN, SAME, SKIPPED, ReplayResult, StepOutcome
 
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
@@ -57,6 +58,10 @@ table.diff th, table.diff td { border: 1px solid #ef9a9a; padding: 3px 6px; text
 table.diff th { background: #ffebee; font-family: system-ui, sans-serif; }
 img.shot { max-width: 100%; border: 1px solid var(--line); image-rendering: pixelated; }
 .error { color: var(--bad); font-weight: 600; }
+.ig { color: #9e9e9e; }
+section.first { margin: 8px 0; padding: 8px 12px; border: 2px solid var(--bad); border-radius: 4px; background: #fff5f5; color: #212121; max-width: 1100px; }
+section.first a { color: var(--bad); font-weight: 700; }
+details > summary { cursor: pointer; color: var(--mute); margin: 4px 0; }
 """
 
 
@@ -68,32 +73,29 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
 
 
-def json_html(value: Any, marked: set[str], path: tuple[str, ...] = (), indent: int = 0) -> str:
-    """Pretty-printed JSON as HTML, each value at a path in ``marked`` wrapped in <mark>."""
+def json_html(value: Any, marked: set[str], path: tuple[str, ...] = (), indent: int = 0,
+              ignored: IgnoreRules | None = None) -> str:
+    """Pretty-printed JSON as HTML: each value at a path in ``marked`` wrapped in
+    ``<mark>``, each member the ignore rules leave out of the comparison dimmed."""
     pad = "  " * indent
-    dotted = ".".join(path)
-    if isinstance(value, Mapping) and value:
+    if isinstance(value, (Mapping, list)) and value:
+        pairs = list(value.items()) if isinstance(value, Mapping) else list(enumerate(value))
         items = []
-        for key, item in value.items():
+        for key, item in pairs:
             child = path + (str(key),)
-            rendered = f'{pad}  {_e(_dump(str(key)))}: {json_html(item, marked, child, indent + 1).lstrip()}'
+            inner = json_html(item, marked, child, indent + 1, ignored).lstrip()
+            label = f"{_e(_dump(str(key)))}: " if isinstance(value, Mapping) else ""
+            rendered = f"{pad}  {label}{inner}"
             if ".".join(child) in marked and isinstance(item, (Mapping, list)) and item:
                 rendered = f'<mark class="d">{rendered}</mark>'
+            elif ignored is not None and ignored.ignores(child):
+                rendered = f'<span class="ig" title="not compared">{rendered}</span>'
             items.append(rendered)
-        body = "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    elif isinstance(value, list) and value:
-        items = []
-        for index, item in enumerate(value):
-            child = path + (str(index),)
-            rendered = f"{pad}  {json_html(item, marked, child, indent + 1).lstrip()}"
-            if ".".join(child) in marked and isinstance(item, (Mapping, list)) and item:
-                rendered = f'<mark class="d">{rendered}</mark>'
-            items.append(rendered)
-        body = "[\n" + ",\n".join(items) + f"\n{pad}]"
-    else:
-        body = _e(_dump(value))
-        if dotted in marked or (not path and "" in marked):
-            body = f'<mark class="d">{body}</mark>'
+        open_, close = ("{", "}") if isinstance(value, Mapping) else ("[", "]")
+        return pad + open_ + "\n" + ",\n".join(items) + f"\n{pad}{close}"
+    body = _e(_dump(value))
+    if ".".join(path) in marked:
+        body = f'<mark class="d">{body}</mark>'
     return pad + body
 
 
@@ -142,11 +144,11 @@ def _shot_html(path: Path | None, label: str) -> str:
     return f'<img class="shot" alt="{_e(label)} screenshot" src="{uri}">'
 
 
-def _side(title: str, value: Any, marked: set[str], shot: str) -> str:
-    text = json_html(value, marked) if value is not None else "(nothing)"
+def _side(title: str, value: Any, marked: set[str], rules: IgnoreRules | None) -> str:
+    text = json_html(value, marked, ignored=rules) if value is not None else "(nothing)"
     if len(text) > MAX_JSON_CHARS:
         text = _e(_dump(value)[:MAX_JSON_CHARS]) + "…"
-    return f'<div class="side"><h4>{_e(title)}</h4><pre>{text}</pre>{shot}</div>'
+    return f'<div class="side"><h4>{_e(title)}</h4><pre>{text}</pre></div>'
 
 
 def _recorded_value(call: Call) -> Any:
@@ -157,7 +159,13 @@ def _recorded_value(call: Call) -> Any:
     return call.record.get("answerSummary")
 
 
-def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path) -> str:
+def _diff_table(step: StepOutcome) -> str:
+    rows = "".join(f"<tr><td>{_e(d.path or '(whole answer)')}</td><td>{_e(d.recorded_text())}</td>"
+                   f"<td>{_e(d.replayed_text())}</td></tr>" for d in step.differences)
+    return f'<table class="diff"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>{rows}</table>'
+
+
+def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, rules: IgnoreRules) -> str:
     call = step.call
     status = step.status
     offset = ""
@@ -172,19 +180,28 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path) -> str:
     marked_rec = {d.path for d in step.differences if d.kind != "added"}
     marked_rep = {d.path for d in step.differences if d.kind != "missing"}
     if step.differences:
-        rows = "".join(f"<tr><td>{_e(d.path or '(whole answer)')}</td><td>{_e(d.recorded_text())}</td>"
-                       f"<td>{_e(d.replayed_text())}</td></tr>" for d in step.differences)
-        parts.append(f'<table class="diff"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>{rows}</table>')
+        parts.append(_diff_table(step))
     if status == FAILED and step.error is not None:
         parts.append(f'<p class="error">{_e(step.error.get("error"))}: {_e(step.error.get("message"))}</p>')
-    recorded_shot = _shot_html(recorded_screenshot(call, trace_dir), "recorded")
-    if status in (SAME, DIVERGED, FAILED):
-        parts.append('<div class="sides">'
-                     + _side("recorded", _recorded_value(call), marked_rec, recorded_shot)
-                     + _side("replayed", step.replayed_view, marked_rep, _shot_html(replayed_screenshot(step), "replayed"))
-                     + "</div>")
+    replayed = status in (SAME, DIVERGED, FAILED)
+    if replayed:
+        sides = ('<div class="sides">'
+                 + _side("recorded", _recorded_value(call), marked_rec, rules)
+                 + _side("replayed", step.replayed_view, marked_rep, rules)
+                 + "</div>")
+        if status == SAME:
+            sides = f"<details><summary>recorded and replayed answers (they match)</summary>{sides}</details>"
     else:
-        parts.append('<div class="sides">' + _side("recorded", _recorded_value(call), set(), recorded_shot) + "</div>")
+        why = "not replayed: a session call" if status == SKIPPED else "not run"
+        sides = (f"<details><summary>recorded answer ({why})</summary><div class=\"sides\">"
+                 + _side("recorded", _recorded_value(call), set(), None) + "</div></details>")
+    parts.append(sides)
+    shots = [_shot_html(recorded_screenshot(call, trace_dir), "recorded"),
+             _shot_html(replayed_screenshot(step), "replayed") if replayed else ""]
+    if any(shots):  # screenshots stay in view, whatever is folded
+        parts.append('<div class="sides shots">' + "".join(
+            f'<div class="side"><h4>{label} screenshot</h4>{html_}</div>' if html_ else '<div class="side"></div>'
+            for label, html_ in zip(("recorded", "replayed"), shots)) + "</div>")
     return f'<li class="step {status}" id="step-{call.step}">' + "".join(parts) + "</li>"
 
 
@@ -196,9 +213,17 @@ def _verdict(result: ReplayResult, update: bool) -> tuple[str, str]:
     return "same", "SAME"
 
 
+def _or_dash(value: Any) -> Any:
+    return "—" if value is None else value
+
+
+def _yes_no(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else "unknown"
+
+
 def _identity_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
-    cells = "".join(f"<tr><th>{_e(label)}</th><td>{_e(ident.get('name'))}</td><td>{_e(ident.get('version'))}</td>"
-                    f"<td>{_e(ident.get('cwd'))}</td><td>{_e(ident.get('paused'))}</td></tr>" for label, ident in rows)
+    cells = "".join(f"<tr><th>{_e(label)}</th><td>{_e(_or_dash(ident.get('name')))}</td>"
+                    f"<td>{_e(_or_dash(ident.get('version')))}</td><td>{_e(_or_dash(ident.get('cwd')))}</td><td>{_e(_yes_no(ident.get('paused')))}</td></tr>" for label, ident in rows)
     return ('<table class="ids"><tr><th></th><th>game</th><th>version</th><th>cwd</th><th>started paused</th></tr>'
             f"{cells}</table>")
 
@@ -210,8 +235,12 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     trace_dir = trace.path.parent
     css_class, word = _verdict(result, update)
     first = result.first_divergence or result.failed_step
-    summary = (f'Step {first.call.step}: <code>{_e(first.call.label())}</code>' if first is not None
-               else "every replayed answer matches the recording")
+    summary = "every replayed answer matches the recording"
+    if first is not None:
+        what = "failed" if first.status == FAILED else "changed" if update else "diverged"
+        summary = (f'<section class="first"><a href="#step-{first.call.step}">Step {first.call.step}</a> {what}: '
+                   f'<code>{_e(first.call.label())}</code>'
+                   f'{_diff_table(first) if first.differences else ""}</section>')
     times = [float(t) for t in (c.record.get("t") for c in trace.calls) if isinstance(t, (int, float))]
     t0 = min(times) if times else None
     idents: list[tuple[str, Mapping[str, Any]]] = []
@@ -224,7 +253,7 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
                     f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
                     for s in result.steps)
-    steps = "\n".join(_step_html(s, t0, trace_dir) for s in result.steps)
+    steps = "\n".join(_step_html(s, t0, trace_dir, result.rules) for s in result.steps)
     failure = ""
     if result.failure is not None:
         failure = f'<p class="error">{_e(result.failure.render())}</p>'
@@ -237,7 +266,7 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
 <body>
 <header>
 <h1>Replay of <code>{_e(trace.path.name)}</code> <span class="verdict {css_class}" id="verdict">{_e(word)}</span></h1>
-<p class="meta">{summary}</p>
+<div class="meta">{summary}</div>
 {failure}
 <p class="meta">Recorded {_e(head.get('created'))} by game-bridge-mcp {_e(head.get('bridge'))} ({_e(head.get('recorder'))});
 {len(trace.calls)} calls, {len(trace.replayed_calls)} replayed.

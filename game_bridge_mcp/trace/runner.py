@@ -1,0 +1,139 @@
+"""One replay, start to finish: the instances, the identity check, the engine, the cleanup.
+
+Shared by ``game-bridge-mcp replay`` and the pytest plugin, so a recording replays the
+same way from a shell, from CI and from a test. It launches from the project's own
+declaration (never from a command read out of a trace), paused when the recording's game
+was, one instance per recorded port; or it uses running instances given by port. The
+Bridge it makes is shut down before it returns, which stops whatever it launched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..config import Config, check_port
+from ..core.bridge import Bridge
+from ..core.digest import summarise
+from ..errors import BridgeError, BridgeUsageError
+from .compare import IgnoreRules
+from .identity import compare_identity, live_identity
+from .reader import Trace, read_trace
+from .replay import ReplayResult, replay
+from .report import write_report
+from .update import write_updated
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Replayed:
+    """What a replay produced: the result, and the replayed instances' identity by port."""
+
+    result: ReplayResult
+    identities: dict[int, dict[str, Any]] = field(default_factory=dict)
+    report: Path | None = None
+    updated: Path | None = None
+
+
+def _check_where(trace: Trace, ports: Sequence[Any], launch: bool) -> list[int]:
+    recorded = trace.ports()
+    if not recorded:
+        raise BridgeUsageError(f"The trace {trace.path} has no calls that act on a game (call_tool), so there "
+                               "is nothing to replay. Record a session that drives a game.")
+    if bool(ports) == bool(launch):
+        raise BridgeUsageError("replay needs where to replay: --port N (a running game) or --launch "
+                               "(start one from gamebridge.json), not both.")
+    if ports and len(ports) != len(recorded):
+        raise BridgeUsageError(
+            f"The recording drove {len(recorded)} port(s) ({', '.join(map(str, recorded))}); give "
+            "--port once for each, in that order, or use --launch.")
+    return recorded
+
+
+def _launch(bridge: Bridge, trace: Trace, recorded: Iterable[int], say: Say) -> dict[int, int]:
+    if bridge.config.declaration is None:
+        if bridge.config.declaration_error is not None:
+            raise bridge.config.declaration_error
+        raise BridgeUsageError("Replaying with --launch needs a gamebridge.json: none was found in this "
+                               "directory or above it. Name one with --config, or replay against a running "
+                               "game with --port N.")
+    ports: dict[int, int] = {}
+    for port in recorded:
+        args = {"paused": True} if trace.started_paused(port) else {}
+        started = bridge.run_tool("launch_instance", args)
+        ports[port] = int(started["port"])
+        say(f"Launched {started.get('name') or 'the game'} on port {ports[port]}"
+            f"{' paused' if args else ''} (recorded on {port})")
+    return ports
+
+
+def _last_output(bridge: Bridge, port: int | None) -> str | None:
+    """A launched game that died: its last output is the answer to why."""
+    if port is None or port not in bridge.launched_ports():
+        return None
+    try:
+        tail = bridge.instance_log(port=port, lines=15)
+    except BridgeError:
+        return None
+    lines = tail.get("lines") if isinstance(tail, dict) else None
+    if not isinstance(lines, list) or not lines:
+        return None
+    return (f"the game's last output (log {tail.get('logFile')}):\n    "
+            + "\n    ".join(str(x) for x in lines[-15:]))
+
+
+def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), launch: bool = False,
+                ignore: Iterable[str] = (), force: bool = False, update: bool = False,
+                report: str | Path | None = None, say: Say | None = None,
+                bridge: Bridge | None = None) -> Replayed:
+    """Replay the trace at ``path``. Raises BridgeError for what stops a replay before it
+    starts (a broken trace, no instance, a different game without ``force``)."""
+    say = say or (lambda _text: None)
+    trace = read_trace(path)
+    recorded = _check_where(trace, ports, launch)
+    own = bridge is None
+    bridge = bridge or Bridge(config)
+    try:
+        if launch:
+            mapping = _launch(bridge, trace, recorded, say)
+        else:
+            mapping = {was: check_port(now, what="--port") for was, now in zip(recorded, ports)}
+        notes: list[str] = []
+        identities: dict[int, dict[str, Any]] = {}
+        for was, now in mapping.items():
+            current = live_identity(bridge, now)
+            if current is None:
+                bridge.get_health(port=now)  # raises the GameOffline / NotAGameSurface that says why
+                raise BridgeUsageError(f"The game on port {now} answers /health but not /tools, so it "
+                                       "cannot be told apart from another game.", port=now)
+            identities[now] = current
+            blocking, soft = compare_identity(trace.identity(was), current)
+            if blocking and not force:
+                raise BridgeUsageError(
+                    f"Not replaying {trace.path.name} against port {now}: " + "; ".join(blocking)
+                    + ". Replay against the game it was recorded with, or pass --force to replay anyway.",
+                    port=now, differences=blocking)
+            notes += [f"replaying anyway (--force): {b}" for b in blocking] + soft
+        paused = all(trace.started_paused(p) for p in recorded)
+        rules = IgnoreRules.defaults(paused=paused, extra=ignore)
+        result = replay(trace, lambda name, args, port: bridge.call_tool(name=name, arguments=args, port=port),
+                        mapping, rules=rules, summarise=summarise, keep_going=update)
+        result.notes.extend(notes)
+        if result.failed_step is not None:
+            tail = _last_output(bridge, result.failed_step.replay_port)
+            if tail:
+                result.notes.append(tail)
+        out = Replayed(result=result, identities=identities)
+        if report is not None:
+            out.report = write_report(report, result, current=identities, update=update)
+        if update and result.failure is None:
+            out.updated = write_updated(result, trace.path, identities=identities, summarise=summarise)
+        return out
+    finally:
+        if own:
+            bridge.shutdown()
+
+
+__all__ = ["Replayed", "replay_file"]

@@ -1,0 +1,50 @@
+"""The demo game as a changed build would change it, for the replay tests.
+
+    demo_variant.py [demo options]        with DEMO_VARIANT in the environment:
+
+- ``""`` (unset): the demo exactly as shipped;
+- ``double-score``: every merge scores twice the points (a rules change that shows only
+  once something merges, so a replay matches for a while and then diverges);
+- ``crash-on-drop:N``: the process dies (exit 70, after a line on stderr) when the N-th
+  drop is applied, the way a game crashes mid-session.
+
+The shipped demo carries no test hooks; the variants patch it from outside.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from game_bridge_mcp.game import demo  # noqa: E402
+
+
+def apply(variant: str) -> None:
+    if variant == "double-score":
+        demo.POINTS = tuple(2 * p for p in demo.POINTS)
+        demo.POP_POINTS *= 2
+    elif variant.startswith("crash-on-drop:"):
+        limit = int(variant.split(":", 1)[1])
+        original = demo.FruitMerge.drop
+        count = [0]
+
+        def drop(self: Any, x: float) -> None:
+            count[0] += 1
+            if count[0] >= limit:
+                sys.stderr.write(f"Fruit Merge: fatal error in drop #{count[0]} (x={x}): segmentation fault\n")
+                sys.stderr.flush()
+                os._exit(70)
+            original(self, x)
+
+        demo.FruitMerge.drop = drop  # type: ignore[method-assign]
+    elif variant:
+        raise SystemExit(f"unknown DEMO_VARIANT {variant!r}")
+
+
+if __name__ == "__main__":
+    apply(os.environ.get("DEMO_VARIANT", ""))
+    sys.exit(demo.main(sys.argv[1:]))

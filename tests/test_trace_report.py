@@ -1,0 +1,95 @@
+"""Screenshots in a recording and in its report: the recorder keeps a copy of each saved
+screenshot beside the trace, and the report shows them inline, checked in a real browser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from game_bridge_mcp.config import Config
+from game_bridge_mcp.errors import GameOffline
+from game_bridge_mcp.trace.compare import IgnoreRules
+from game_bridge_mcp.trace.reader import read_trace
+from game_bridge_mcp.trace.recorder import Recorder
+from game_bridge_mcp.trace.replay import replay
+from game_bridge_mcp.trace.report import json_html, render_report, write_report
+from browser import count_colour, dump_dom, read_png, screenshot, write_png
+
+MAGENTA, CYAN = (255, 0, 255), (0, 200, 200)
+
+
+class OfflineBridge:
+    """The edge the recorder reads identity from: here, a game that never answers."""
+
+    def __init__(self) -> None:
+        self.config = Config(environ={}, registry_dir=Path("/nonexistent"))
+
+    def manifest(self, port: int, **_kw: Any) -> Any:
+        raise GameOffline(port)
+
+    def launched_ports(self) -> list[int]:
+        return []
+
+
+def shot_answer(path: Path, frame: int) -> dict:
+    return {"port": 7820, "frame": frame, "width": 60, "height": 40, "format": "png",
+            "bytes": path.stat().st_size, "changed": True, "file": str(path)}
+
+
+def test_screenshots_are_copied_beside_the_trace_and_shown_inline(tmp_path: Path) -> None:
+    shots = tmp_path / "bridge-shots"
+    shots.mkdir()
+    first = write_png(shots / "a.png", 60, 40, MAGENTA)
+    trace_path = tmp_path / "rec" / "session.trace"
+    recorder = Recorder(trace_path, OfflineBridge())
+    arguments = {"port": 7820, "name": "get_screenshot", "arguments": {"maxWidth": 60}}
+    recorder.call("call_tool", arguments, lambda: shot_answer(first, 10))
+    recorder.call("call_tool", arguments, lambda: shot_answer(first, 11))
+    first.unlink()  # the bridge pruned its copy; the recording keeps its own
+    trace = read_trace(trace_path)
+    copies = [c.screenshot["copy"] for c in trace.calls]  # type: ignore[index]
+    assert all(c.startswith("session.trace.files/") for c in copies) and len(set(copies)) == 2
+    assert all((trace_path.parent / c).is_file() for c in copies)
+    line = json.loads(trace_path.read_text().splitlines()[1])
+    assert line["answer"]["format"] == "png" and "game" not in line  # no identity from a silent game
+
+    replayed = [write_png(tmp_path / "r1.png", 60, 40, MAGENTA), write_png(tmp_path / "r2.png", 60, 40, CYAN)]
+    answers = [dict(shot_answer(replayed[0], 90), port=40001), dict(shot_answer(replayed[1], 91), port=40001)]
+    answers[1]["changed"] = False  # the second replayed screenshot is "the same as before": a divergence
+    result = replay(trace, lambda _n, _a, _p: answers.pop(0), {7820: 40001},
+                    rules=IgnoreRules.defaults(), summarise=lambda s: s)
+    assert [s.status for s in result.steps] == ["same", "diverged"]
+    page = write_report(tmp_path / "report.html", result)
+    html = page.read_text()
+    assert html.count('src="data:image/png;base64,') == 4  # recorded and replayed, both steps
+    dom = dump_dom(page, tmp_path / "profile")
+    assert dom.count('<img class="shot"') == 4
+    assert "<td>changed</td><td>true</td><td>false</td>" in dom
+    width, height, rows = read_png(screenshot(page, tmp_path / "profile", tmp_path / "page.png", size="900,1200"))
+    # three magenta pictures (60x40 each) and one cyan one, drawn by the browser
+    assert count_colour(rows, MAGENTA, tolerance=2) >= 3 * 60 * 40
+    assert count_colour(rows, CYAN, tolerance=2) >= 60 * 40
+
+
+def test_the_json_view_marks_differences_and_dims_what_is_ignored() -> None:
+    text = json_html({"frame": 3, "game": {"score": 5, "board": [1, 2]}}, {"game.score", "game.board"},
+                     ignored=IgnoreRules(["**.frame"]))
+    assert '<span class="ig" title="not compared">  &quot;frame&quot;: 3</span>' in text
+    assert '<mark class="d">5</mark>' in text
+    assert '<mark class="d">    &quot;board&quot;: [' in text
+
+
+def test_hostile_text_in_a_trace_cannot_inject_markup(tmp_path: Path) -> None:
+    evil = '<script>alert(1)</script><img src="http://example.invalid/x">'
+    path = tmp_path / "evil.trace"
+    lines = [{"format": "game-bridge-trace", "version": 1, "created": evil, "bridge": evil, "recorder": evil},
+             {"type": "call", "tool": "call_tool", "name": evil, "port": 7820, "arguments": {evil: evil},
+              "answer": {evil: evil}, "screenshot": {"file": "/etc/passwd", "copy": "../../etc/passwd"}}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    trace = read_trace(path)
+    result = replay(trace, lambda *_a: {evil: evil}, {7820: 1}, rules=IgnoreRules(), summarise=lambda s: s)
+    html = render_report(result)
+    assert "<script" not in html and "example.invalid/x\">" not in html and 'src="http' not in html
+    assert "&lt;script&gt;" in html
+    assert "/etc/passwd is not available" in html  # not an image: named, never inlined
