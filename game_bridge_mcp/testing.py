@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from .config import Config, apply_project_config
+from .config import Config
+from .launch.declaration import apply_project_config
 from .errors import BridgeError
 from .trace.format import FORMAT
 

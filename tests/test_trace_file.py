@@ -4,6 +4,7 @@ can be handed a broken file."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -96,6 +97,14 @@ def test_a_full_disk_is_one_warning(tmp_path: Path) -> None:
     assert len(warnings) == 1 and "No space" in warnings[0]
 
 
+def test_a_fifo_or_a_directory_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    for target in (tmp_path / "fifo", tmp_path):
+        warnings: list[str] = []
+        writer = TraceWriter(target, recorder="serve", bridge_version="1", warn=warnings.append)
+        assert writer.write(call_line()) is False and len(warnings) == 1
+
+
 def test_the_writer_will_not_append_to_a_file_that_is_not_a_trace(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("my precious notes\n")
@@ -159,7 +168,10 @@ def test_a_newer_format_version_asks_for_an_upgrade(tmp_path: Path) -> None:
 
 
 def test_files_that_are_not_traces(tmp_path: Path) -> None:
-    assert "cannot be read" in bad(tmp_path / "missing.trace")
+    assert "missing.trace does not exist" in bad(tmp_path / "missing.trace")
+    os.mkfifo(tmp_path / "fifo.trace")  # would block a plain open() for ever
+    assert "is not a regular file" in bad(tmp_path / "fifo.trace")
+    assert "is not a regular file" in bad(tmp_path)
     (tmp_path / "empty.trace").write_text("")
     assert "is empty" in bad(tmp_path / "empty.trace")
     assert "not a game-bridge trace" in bad(write_lines(tmp_path / "other.jsonl", [{"hello": 1}]))

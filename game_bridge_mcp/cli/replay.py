@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
-from ..config import Config, apply_project_config
+from ..config import Config
+from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError
 
 USAGE = """\

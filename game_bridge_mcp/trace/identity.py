@@ -37,7 +37,7 @@ def declaration_identity(declaration: Any) -> dict[str, Any] | None:
 def _registry_cwd(bridge: Any, port: int) -> str | None:
     try:
         from ..registry.reader import read_registry
-        from ..registry.entry import registry_dir
+        from ..paths import registry_dir
 
         config = bridge.config
         scan = read_registry(registry_dir(getattr(config, "environ", None), getattr(config, "registry_dir", None)))

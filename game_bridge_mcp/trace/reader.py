@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import BridgeUsageError
+from ..jsonio import FileProblem, decode_json, read_capped
 from .format import FORMAT, REPLAYED_TOOLS, VERSION
 
 #: A trace bigger than this is refused rather than read into memory.
@@ -100,33 +101,19 @@ def _fail(path: Path, problem: str, todo: str, **fields: Any) -> BridgeUsageErro
     return BridgeUsageError(f"The trace {path} {problem}. {todo}", trace=str(path), **fields)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _decode(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
-
-
 def read_trace(path: str | Path) -> Trace:
     """Read and check a whole trace file (see :mod:`.format`)."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_TRACE_BYTES:
-            raise _fail(path, f"is {size} bytes, over the {MAX_TRACE_BYTES}-byte limit",
-                        "Split it, or replay a shorter recording.")
-        data = path.read_bytes()
-    except BridgeUsageError:
-        raise
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})",
-                    "Check the path; a recording is written with --record FILE.") from None
+        data = read_capped(path, MAX_TRACE_BYTES, regular_only=True)
+    except FileProblem as exc:
+        todo = ("Split it, or replay a shorter recording." if exc.kind == "too-large"
+                else "Check the path; a recording is written with --record FILE.")
+        raise _fail(path, str(exc), todo) from None
     if not data.strip():
         raise _fail(path, "is empty", "A recording starts with a header line; record a session with --record FILE.")
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    ends_cleanly = text.endswith("\n")
+    lines = data.split(b"\n")
+    ends_cleanly = data.endswith(b"\n")
     if ends_cleanly:
         lines.pop()
     records: list[tuple[int, dict[str, Any]]] = []
@@ -134,16 +121,16 @@ def read_trace(path: str | Path) -> Trace:
         if not line.strip():
             continue
         try:
-            value = _decode(line)
-        except (ValueError, RecursionError) as exc:
+            value = decode_json(line, strict=True)
+        except ValueError as exc:
             last = number == len(lines)
             if last and not ends_cleanly:
                 raise _fail(path, f"is truncated: its last line (line {number}) stops in the middle of a record",
                             f"The recording was cut off mid-write (the recorder died or the disk filled). "
                             f"Delete line {number} to replay the {len(records) - 1 if records else 0} "
                             "calls before it.", line=number) from None
-            detail = str(exc).split(":")[0] if not isinstance(exc, RecursionError) else "nested too deeply"
-            raise _fail(path, f"has a line that is not JSON: line {number} ({detail}): {line[:80]!r}",
+            shown = line[:80].decode("utf-8", errors="replace")
+            raise _fail(path, f"has a line that is not JSON: line {number} {exc}: {shown!r}",
                         "A trace is JSON Lines written by --record; fix or delete that line.", line=number) from None
         if not isinstance(value, dict):
             raise _fail(path, f"has a line that is not a JSON object: line {number}",

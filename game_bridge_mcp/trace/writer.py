@@ -12,6 +12,7 @@ only by the writer that finds the file empty.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -60,11 +61,18 @@ class TraceWriter:
             return self._fd
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            # O_NONBLOCK: a FIFO planted under the name must not hang the call that records
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+                         | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
             self._fail(f"cannot open it ({exc.strerror or exc})")
             return None
         self._fd = fd
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+            self._fail("it is not a regular file")
+            return None
+        os.set_blocking(fd, True)
         try:
             if os.fstat(fd).st_size == 0:
                 self._write_line(header(self._recorder, self._bridge_version))
