@@ -20,27 +20,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from game_bridge_mcp.game import demo  # noqa: E402
+from game_bridge_mcp.game import _fruit, demo  # noqa: E402
 
 
 def apply(variant: str) -> None:
     if variant == "double-score":
-        demo.POINTS = tuple(2 * p for p in demo.POINTS)
-        demo.POP_POINTS *= 2
+        _fruit.POINTS = tuple(2 * p for p in _fruit.POINTS)  # where the rules read them
+        _fruit.POP_POINTS *= 2
     elif variant.startswith("crash-on-drop:"):
         limit = int(variant.split(":", 1)[1])
-        original = demo.FruitMerge.drop
+        original = _fruit.FruitMerge.drop
         count = [0]
 
-        def drop(self: Any, x: float) -> None:
+        def drop(self: Any, x: float) -> Any:
             count[0] += 1
             if count[0] >= limit:
                 sys.stderr.write(f"Fruit Merge: fatal error in drop #{count[0]} (x={x}): segmentation fault\n")
                 sys.stderr.flush()
                 os._exit(70)
-            original(self, x)
+            return original(self, x)
 
-        demo.FruitMerge.drop = drop  # type: ignore[method-assign]
+        _fruit.FruitMerge.drop = drop  # type: ignore[method-assign]
     elif variant:
         raise SystemExit(f"unknown DEMO_VARIANT {variant!r}")
 
