@@ -77,6 +77,9 @@ def test_identity_name_and_version_block_checkout_differences_are_notes() -> Non
     assert blocking == ["the recording was made against game 'Fruit Merge', this instance is 'Other'",
                         "the recording was made against version '1.0', this instance is '2.0'"]
     assert notes[0] == "recorded in /home/a/game, replayed against a game running in /ci/game"
+    paused = compare_identity({"name": "G", "paused": True}, {"name": "G", "paused": False})[0]
+    assert paused == ["the recording's game started paused and this one is running"]
+    assert compare_identity({"name": "G", "paused": None}, {"name": "G", "paused": True}) == ([], [])
     assert "command differs" in notes[1]
 
 

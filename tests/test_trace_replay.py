@@ -25,7 +25,7 @@ from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.trace.format import FORMAT, VERSION
 from game_bridge_mcp.trace.reader import read_trace
 from browser import count_colour, dump_dom, read_png, screenshot
-from launch_helpers import GAME, PYTHON, ProcessGuard, free_range
+from launch_helpers import GAME, PYTHON, ProcessGuard, free_range, guard  # noqa: F401
 from mcp_harness import connect, data
 
 pytestmark = pytest.mark.timeout(120)
@@ -314,3 +314,59 @@ def test_the_reports_render_in_a_real_browser(session: Session, tmp_path: Path) 
     assert count_colour(rows, RED) > 2000  # the banner and the divergence's frame: drawn, not only in the DOM
     assert count_colour(rows, GREEN) > 100  # the steps that matched, on the strip
     os.replace(shot, session.root / "diverged.png")  # kept for a person to look at
+
+
+# ----------------------------------------------------------------------------- a paused game
+
+def test_a_session_on_a_paused_game_replays_frame_for_frame(tmp_path: Path, guard: ProcessGuard) -> None:
+    """The clock stopped from the start: the simulation frame is deterministic, so it is
+    compared, and a replay must start paused too."""
+    env = dict(guard.env, GAME_BRIDGE_HOME=str(tmp_path / "home"))
+    decl = declaration(tmp_path / "paused")
+    doc = json.loads(decl.read_text())
+    doc["launch"]["env"] = {"GAME_BRIDGE_START_PAUSED": "1"}
+    decl.write_text(json.dumps(doc))
+    trace = tmp_path / "paused.trace"
+    config = Config(environ=env, registry_dir=tmp_path / "home" / "instances", scan_range=(1,),
+                    declaration=load_declaration(decl), record=trace)
+    bridge = Bridge(config)
+
+    async def agent() -> list[Any]:
+        async with connect(BridgeServer(bridge)) as client:
+            port = data(await client.call_tool("launch_instance", {}))["port"]
+
+            async def play(name: str, arguments: dict[str, Any]) -> Any:
+                return data(await client.call_tool("call_tool", {"port": port, "name": name, "arguments": arguments}))
+
+            seen = [await play("click", {"label": "Start"})]
+            for x in (0, 0):
+                seen.append(await play("drop", {"x": x}))
+                seen.append(await play("step", {"frames": 40}))
+                seen.append(await play("get_state", {"summary": True}))
+            await client.call_tool("stop_instance", {"port": port})
+            return seen
+    try:
+        seen = anyio.run(agent)
+    finally:
+        bridge.shutdown()
+    assert seen[-1]["paused"] is True and seen[-1]["simFrame"] == 80 and seen[-1]["game"]["merges"] == 1
+    calls = read_trace(trace).calls
+    assert calls[1].game["paused"] is True and read_trace(trace).started_paused(calls[1].port or 0)
+
+    def replay(*args: str, declaration_file: Path = decl) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = replay_main([*args, "--config", str(declaration_file)], stdout=out, stderr=err, environ=env)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = replay(str(trace), "--launch")
+    assert code == 0, out + err
+    assert "paused (recorded on" in out and "**.simFrame" not in out  # compared, not ignored
+    # a recorded simulation frame that a replay cannot reproduce is a divergence
+    edited = tmp_path / "edited.trace"
+    edited.write_text(trace.read_text().replace('"simFrame":80', '"simFrame":81'))
+    code, out, err = replay(str(edited), "--launch")
+    assert code == 1 and "  simFrame\n    recorded: 81\n    replayed: 80\n" in out, out + err
+    # the same game, not started paused: refused, because its frames cannot line up
+    running = declaration(tmp_path / "running")
+    code, out, err = replay(str(trace), "--launch", declaration_file=running)
+    assert code == 2 and "the recording's game started paused and this one is running" in err, out + err

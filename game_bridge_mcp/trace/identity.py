@@ -86,6 +86,10 @@ def compare_identity(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
         was, now = recorded.get(key), current.get(key)
         if was is not None and was != now:
             blocking.append(f"the recording was made against {what} {was!r}, this instance is {now!r}")
+    was_paused, now_paused = recorded.get("paused"), current.get("paused")
+    if isinstance(was_paused, bool) and isinstance(now_paused, bool) and was_paused != now_paused:
+        blocking.append("the recording's game started paused and this one is running" if was_paused
+                        else "the recording's game was running and this one is paused")
     was_cwd, now_cwd = recorded.get("cwd"), current.get("cwd")
     if was_cwd and now_cwd and was_cwd != now_cwd:
         notes.append(f"recorded in {was_cwd}, replayed against a game running in {now_cwd}")

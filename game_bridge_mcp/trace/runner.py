@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import Config, check_port
 from ..core.bridge import Bridge
 from ..core.digest import summarise
+from ..core.tools import tool_def
 from ..errors import BridgeError, BridgeUsageError
 from .compare import IgnoreRules
 from .identity import compare_identity, live_identity
@@ -59,13 +60,18 @@ def _launch(bridge: Bridge, trace: Trace, recorded: Iterable[int], say: Say) -> 
         raise BridgeUsageError("Replaying with --launch needs a gamebridge.json: none was found in this "
                                "directory or above it. Name one with --config, or replay against a running "
                                "game with --port N.")
+    launch = tool_def("launch_instance")
+    can_pause = launch is not None and "paused" in (launch.input_schema.get("properties") or {})
     ports: dict[int, int] = {}
     for port in recorded:
-        args = {"paused": True} if trace.started_paused(port) else {}
+        paused = trace.started_paused(port)
+        # Without launch_instance {paused}, a declaration that sets GAME_BRIDGE_START_PAUSED
+        # still starts it paused; the identity check below says so when it does not.
+        args = {"paused": True} if paused and can_pause else {}
         started = bridge.run_tool("launch_instance", args)
         ports[port] = int(started["port"])
         say(f"Launched {started.get('name') or 'the game'} on port {ports[port]}"
-            f"{' paused' if args else ''} (recorded on {port})")
+            f"{' paused' if paused else ''} (recorded on {port})")
     return ports
 
 
