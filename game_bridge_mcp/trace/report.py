@@ -57,7 +57,8 @@ table.diff { border-collapse: collapse; margin: 6px 0; width: 100%; }
 table.diff th, table.diff td { border: 1px solid #ef9a9a; padding: 3px 6px; text-align: left; vertical-align: top; font: 12px/1.4 ui-monospace, monospace; word-break: break-word; }
 table.diff th { background: #ffebee; font-family: system-ui, sans-serif; }
 img.shot { max-width: 100%; border: 1px solid var(--line); image-rendering: pixelated; }
-.error { color: var(--bad); font-weight: 600; }
+.error { color: var(--bad); font-weight: 600; white-space: pre-wrap; }
+p.note { white-space: pre-wrap; }
 .ig { color: #9e9e9e; }
 section.first { margin: 8px 0; padding: 8px 12px; border: 2px solid var(--bad); border-radius: 4px; background: #fff5f5; color: #212121; max-width: 1100px; }
 section.first a { color: var(--bad); font-weight: 700; }
@@ -249,7 +250,7 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     for port, ident in (current or {}).items():
         idents.append((f"replayed (port {port})", ident))
     head = trace.header
-    notes = "".join(f'<p class="meta">note: {_e(n)}</p>' for n in result.notes)
+    notes = "".join(f'<p class="meta note">note: {_e(n)}</p>' for n in result.notes)
     strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
                     f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
                     for s in result.steps)
