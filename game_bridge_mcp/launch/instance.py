@@ -36,6 +36,7 @@ from . import procs
 from .capture import OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
+from ..polling import Deadline, poll_until
 from .portlock import PortLock
 from .procs import ProcRef, Tree
 from .declaration import LaunchDeclaration
@@ -234,27 +235,27 @@ class Instance:
         if not self.tree.live():
             return "already exited", []
         client = GameClient(self.port, opener=opener, timeout_ms=max(100, min(grace_ms, 1000)))
-        deadline = time.monotonic() + grace_ms / 1000.0
+        deadline = Deadline(grace_ms / 1000.0)
         if not client.port_is_quiet(timeout_ms=200):
             try:
                 client.command("close", timeout_ms=max(100, min(grace_ms, 1000)))
             except BridgeError as exc:  # a game dropping the connection while closing is closing
                 log.debug("close on port %d: %s", self.port, exc)
             quiet_since: float | None = None
-            interval = 0.01
-            while True:
-                now = time.monotonic()
+
+            def closed() -> bool | None:
+                """The port is quiet and the tree gone (or only stragglers left for a while)."""
+                nonlocal quiet_since
                 quiet = client.port_is_quiet(timeout_ms=100)
                 if quiet and not self.tree.live(marker_scan=False):
-                    break
+                    return True
                 if quiet and self.leader_exit() is not None:
-                    quiet_since = quiet_since or now
-                    if now - quiet_since >= STRAGGLER_GRACE_S:
-                        break
-                if now >= deadline:
-                    break
-                self.wait_leader(min(interval, max(0.0, deadline - now)))
-                interval = min(interval * 1.5, 0.1)
+                    quiet_since = quiet_since or time.monotonic()
+                    if time.monotonic() - quiet_since >= STRAGGLER_GRACE_S:
+                        return True
+                return None
+
+            poll_until(closed, deadline, first_s=0.01, max_s=0.1, sleep=self.wait_leader)
         how, survivors = procs.reap_tree(self.tree, term_s=term_s, kill_s=1.0)
         return how or "closed cleanly", survivors
 

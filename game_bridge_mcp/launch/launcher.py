@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NoReturn
 
 from . import procs
 from .capture import TailReader, open_log_file, prune_old_logs
@@ -45,6 +45,7 @@ from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
 from ..paths import default_log_dir, locks_dir
+from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
 from .watchlink import NoWatcher, WatcherLink
 
@@ -290,11 +291,13 @@ class Launcher:
 
     def _wait_ready(self, inst: Instance, timeout_ms: int, progress: ProgressCallback | None) -> dict:
         client = GameClient(inst.port, opener=self._opener, timeout_ms=1000)
-        deadline = inst.started + timeout_ms / 1000.0
+        deadline = Deadline(timeout_ms / 1000.0, start=inst.started)
         next_report = inst.started + PROGRESS_INTERVAL_S
-        interval = POLL_FIRST_S
         last_problem = "nothing answered yet"
-        while True:
+
+        def ready() -> dict | None:
+            """One look: the launch failed (raises), the game answers (its details), or not yet."""
+            nonlocal last_problem, next_report
             if inst.stopping:
                 raise BridgeUsageError(
                     f"Launch on port {inst.port} was cancelled: the instance was stopped while it "
@@ -310,24 +313,26 @@ class Launcher:
                 else:
                     self._fail_launch(inst, how_exited(code), exit_code=code)
             try:
-                client.health(timeout_ms=int(max(0.05, min(1.0, deadline - time.monotonic())) * 1000))
+                client.health(timeout_ms=int(max(0.05, min(1.0, deadline.remaining_s())) * 1000))
                 return self._ready(inst, client)
             except GameOffline as exc:
                 last_problem = "connection refused" if exc.cause == "refused" else exc.message.split("\n")[0]
             except NotAGameSurface as exc:
                 last_problem = exc.detail
             now = time.monotonic()
-            if now >= deadline:
-                self._fail_launch(inst, f"the game did not answer GET /health within {timeout_ms}ms "
-                                        f"(last check: {last_problem})", timed_out=True)
-            if progress is not None and now >= next_report:
+            if progress is not None and now >= next_report and not deadline.expired:
                 next_report = now + PROGRESS_INTERVAL_S
                 try:
                     progress(int((now - inst.started) * 1000), timeout_ms, inst.capture.last_line())
                 except Exception:  # a broken progress sink must not break the launch
                     log.debug("progress callback failed", exc_info=True)
-            inst.wait_leader(min(interval, max(0.0, deadline - now)))
-            interval = min(interval * 1.5, POLL_MAX_S)
+            return None
+
+        details = poll_until(ready, deadline, first_s=POLL_FIRST_S, max_s=POLL_MAX_S, sleep=inst.wait_leader)
+        if details is None:
+            self._fail_launch(inst, f"the game did not answer GET /health within {timeout_ms}ms "
+                                    f"(last check: {last_problem})", timed_out=True)
+        return details
 
     def _ready(self, inst: Instance, client: GameClient) -> dict:
         ready_ms = int((time.monotonic() - inst.started) * 1000)
@@ -350,7 +355,7 @@ class Launcher:
                 "logFile": str(inst.capture.log_path)}
 
     def _fail_launch(self, inst: Instance, what: str, *, exit_code: int | None = None,
-                     timed_out: bool = False) -> None:
+                     timed_out: bool = False) -> NoReturn:
         """Reap the tree, forget the instance and raise the spec's boot-failure error."""
         self._discard(inst, term_s=STOP_TERM_S)
         raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out)

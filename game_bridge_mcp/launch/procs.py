@@ -295,7 +295,9 @@ class Tree:
 
 
 def wait_gone(refs: Iterable[ProcRef], timeout_s: float, *, interval_s: float = 0.02) -> list[ProcRef]:
-    """Wait until none of ``refs`` is alive or the timeout passes; return the survivors."""
+    """Wait until none of ``refs`` is alive or the timeout passes; return the survivors.
+    (Its own loop, not ``polling.poll_until``: the watcher loads this module by file path,
+    outside the package, so it imports nothing from it.)"""
     pending = list(refs)
     deadline = time.monotonic() + max(0.0, timeout_s)
     while True:

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..config import port_number
 from ..jsonio import as_int, decode_json
+from ..polling import Deadline, poll_until
 from ..errors import BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface
 from .frames import FrameClock
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
@@ -439,16 +440,13 @@ class GameClient:
 
         Never waits for a completion (a closing game cannot report one). Returns True
         when the port went quiet in time."""
-        deadline = self._clock() + grace_ms / 1000.0
+        deadline = Deadline(grace_ms / 1000.0, clock=self._clock)
         try:
             self.command("close", timeout_ms=max(100, min(grace_ms, self.timeout_ms)))
         except (GameOffline, NotAGameSurface):
             pass  # a game that drops the connection while closing is closing
-        interval = 0.002
-        while True:
-            if self.port_is_quiet(timeout_ms=max(1, min(250, int((deadline - self._clock()) * 1000)))):
-                return True
-            if self._clock() >= deadline:
-                return False
-            self._sleep(min(interval, max(0.0, deadline - self._clock())))
-            interval = min(interval * 2, 0.05)
+
+        def quiet() -> bool | None:
+            return True if self.port_is_quiet(timeout_ms=min(250, deadline.remaining_ms())) else None
+
+        return poll_until(quiet, deadline, first_s=0.002, growth=2, max_s=0.05, sleep=self._sleep) is not None

@@ -1,0 +1,68 @@
+"""polling.poll_until and Deadline: the one shape of waiting, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from game_bridge_mcp.polling import Deadline, poll_until
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 6))
+        self.now += seconds
+
+
+def test_returns_the_first_result_and_sleeps_growing_intervals_up_to_the_cap() -> None:
+    t = FakeTime()
+    calls = iter([None, None, None, None, "ready"])
+    result = poll_until(lambda: next(calls), Deadline(10, clock=t.clock), first_s=0.01, max_s=0.02,
+                        growth=1.5, sleep=t.sleep)
+    assert result == "ready"
+    assert t.sleeps == [0.01, 0.015, 0.02, 0.02]
+
+
+def test_runs_once_more_at_the_deadline_then_gives_none() -> None:
+    t = FakeTime()
+    seen: list[float] = []
+
+    def check() -> None:
+        seen.append(t.now)
+        return None
+
+    assert poll_until(check, Deadline(0.05, clock=t.clock), first_s=0.02, max_s=1.0, growth=2, sleep=t.sleep) is None
+    assert seen[0] == 100.0 and seen[-1] == pytest.approx(100.05)
+    assert sum(t.sleeps) == pytest.approx(0.05)  # never slept past the deadline
+
+
+def test_a_callable_cap_is_asked_each_time_and_a_raise_ends_the_wait() -> None:
+    t = FakeTime()
+    caps = iter([0.5, 0.001, 0.001])
+    count = {"n": 0}
+
+    def check() -> None:
+        count["n"] += 1
+        if count["n"] == 3:
+            raise RuntimeError("booted and crashed")
+        return None
+
+    with pytest.raises(RuntimeError):
+        poll_until(check, Deadline(10, clock=t.clock), first_s=0.1, max_s=lambda: next(caps), sleep=t.sleep)
+    assert t.sleeps == [0.1, 0.001]
+
+
+def test_deadline_from_a_given_start_and_remaining_ms_rounds_up() -> None:
+    t = FakeTime()
+    deadline = Deadline(1.0, clock=t.clock, start=99.5)
+    assert deadline.remaining_s() == pytest.approx(0.5)
+    t.now = 100.4999
+    assert deadline.remaining_ms() == 1 and not deadline.expired
+    t.now = 101.0
+    assert deadline.expired and deadline.remaining_s() == 0.0 and deadline.remaining_ms() == 1
