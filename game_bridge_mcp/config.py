@@ -140,14 +140,22 @@ def configure_logging(environ: Mapping[str, str] | None = None) -> None:
             "GAME_BRIDGE_LOG=%r is not a log level (use DEBUG, INFO, WARNING or ERROR); using WARNING", name)
 
 
-class _Parser(argparse.ArgumentParser):
+class OptionError(BridgeUsageError):
+    """A mistake on a command line: an unknown option, a missing or bad value."""
+
+
+class OptionParser(argparse.ArgumentParser):
+    """The one argument-parser base for the bridge's commands: a mistake raises
+    :class:`OptionError` (exit code 2) instead of argparse printing and exiting, so each
+    command reports it in its own words."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise BridgeUsageError(f"{message}. Run with --help to see the options.")
+        raise OptionError(f"{message}. Run with --help to see the options.")
 
 
 def build_parser(prog: str = "game-bridge-mcp") -> argparse.ArgumentParser:
     """The server's options. The ``call`` subcommand takes the same ones."""
-    p = _Parser(prog=prog, add_help=False, description=(
+    p = OptionParser(prog=prog, add_help=False, description=(
         "An MCP server (stdio) that lets an agent launch, drive and read games that serve "
         "the game-bridge HTTP contract on localhost."))
     p.add_argument("-p", "--port", help="Default port for tools that do not name one (default 7777; env GAME_BRIDGE_PORT)")

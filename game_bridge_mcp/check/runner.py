@@ -49,11 +49,8 @@ from .images import ScreenshotChecks
 from .host import listening_addresses  # noqa: F401 (re-exported)
 from .protocol import FRAME_WATCH_S, SLOW_COMMAND_MS, SLOW_HEALTH_MS, UNKNOWN_PREFIX  # noqa: F401
 from .protocol import ProtocolChecks
+from ..config import OptionError, OptionParser
 from ..errors import BridgeError, BridgeUsageError
-
-
-class _Usage(Exception):
-    """A usage error: printed with the usage line, exit code 2."""
 
 
 # --------------------------------------------------------------------------- the run
@@ -152,13 +149,8 @@ class _EntryWatcher:
 
 # --------------------------------------------------------------------------- CLI
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="game-bridge-mcp check", add_help=False,
+    parser = OptionParser(prog="game-bridge-mcp check", add_help=False,
                      description="Check a running game (or one launched from gamebridge.json) against "
                                  "the game-bridge contract.")
     where = parser.add_argument_group("which game")
@@ -186,22 +178,22 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     if ns.help:
         return ns
     if ns.port is None and not ns.launch:
-        raise _Usage("say which game: --port N (a running game) or --launch (from gamebridge.json)")
+        raise OptionError("say which game: --port N (a running game) or --launch (from gamebridge.json)")
     if ns.port is not None and ns.launch:
-        raise _Usage("--port and --launch are alternatives; give one")
+        raise OptionError("--port and --launch are alternatives; give one")
     if ns.port is not None and not 1 <= ns.port <= 65535:
-        raise _Usage(f"--port must be 1-65535, not {ns.port}")
+        raise OptionError(f"--port must be 1-65535, not {ns.port}")
     if ns.config is not None and not ns.launch:
-        raise _Usage("--config is only used with --launch")
+        raise OptionError("--config is only used with --launch")
     if not 1 <= ns.timeout <= 600_000 or not 0 <= ns.grace <= 600_000:
-        raise _Usage("--timeout must be 1-600000 ms and --grace 0-600000 ms")
+        raise OptionError("--timeout must be 1-600000 ms and --grace 0-600000 ms")
     if ns.arg and not ns.command:
-        raise _Usage("--arg needs --command")
+        raise OptionError("--arg needs --command")
     args: dict[str, str] = {}
     for item in ns.arg:
         key, sep, value = item.partition("=")
         if not sep or not key or key in ("cmd", "port"):
-            raise _Usage(f"--arg {item!r} must be KEY=VALUE (and KEY not cmd or port)")
+            raise OptionError(f"--arg {item!r} must be KEY=VALUE (and KEY not cmd or port)")
         args[key] = value
     ns.command_args = args
     return ns
@@ -285,7 +277,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     env = dict(os.environ if environ is None else environ)
     try:
         ns = _parse(argv)
-    except _Usage as exc:
+    except OptionError as exc:
         err.write(f"game-bridge-mcp check: {exc}\n{build_parser().format_usage()}")
         return 2
     if ns.help:

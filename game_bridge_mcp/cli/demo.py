@@ -22,22 +22,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
+from ..config import OptionError, OptionParser
 from ..errors import BridgeError
 
 DECLARATION = "gamebridge.json"
 
 
-class _Usage(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="game-bridge-mcp demo", add_help=False,
+    parser = OptionParser(prog="game-bridge-mcp demo", add_help=False,
                      description="Launch the bundled demo game through the bridge, play a short round "
                                  "and print what happened; or --init a gamebridge.json for it here.")
     parser.add_argument("--init", action="store_true",
@@ -211,10 +203,10 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     try:
         ns = build_parser().parse_args(list(argv))
         if ns.drops < 0 or ns.drops > 200 or not 0 < ns.hz <= 10000:
-            raise _Usage("--drops must be 0-200 and --hz above 0 and at most 10000")
+            raise OptionError("--drops must be 0-200 and --hz above 0 and at most 10000")
         if ns.port is not None and not 1 <= ns.port <= 65535:
-            raise _Usage(f"--port must be 1-65535, not {ns.port}")
-    except _Usage as exc:
+            raise OptionError(f"--port must be 1-65535, not {ns.port}")
+    except OptionError as exc:
         err.write(f"game-bridge-mcp demo: {exc}\n{build_parser().format_usage()}")
         return 2
     if ns.help:

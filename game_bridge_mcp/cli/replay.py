@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
-from ..config import Config
+from ..config import Config, OptionError, OptionParser
 from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError
 
@@ -47,17 +47,8 @@ exit codes: 0 same, 1 diverged, 2 usage or bad trace or identity differs, 3 Game
 """
 
 
-class _Usage(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="game-bridge-mcp replay", add_help=False)
+    p = OptionParser(prog="game-bridge-mcp replay", add_help=False)
     p.add_argument("file", nargs="?")
     p.add_argument("-p", "--port", action="append", default=[])
     p.add_argument("--launch", action="store_true")
@@ -115,7 +106,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     env = dict(os.environ if environ is None else environ)
     try:
         ns = build_parser().parse_args(list(argv))
-    except _Usage as exc:
+    except OptionError as exc:
         err.write(f"game-bridge-mcp replay: {exc}\n{USAGE}")
         return 2
     if ns.help:
