@@ -25,6 +25,7 @@ headers (an image, ``X-Game-Frame``).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import logging
@@ -33,7 +34,7 @@ import socketserver
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterator, Union
 
 log = logging.getLogger(__name__)
 
@@ -149,16 +150,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.respond(403, json_bytes({"ok": False, "accepted": False, "error": refusal}), close=True)
             return
         path, _, query = self.path.partition("?")
-        try:
-            answer = self.server.route(path, query)
-        except Exception as exc:  # a bug in a route must not kill the connection silently
-            log.exception("game-bridge kit: error answering %s", path)
-            answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-        if isinstance(answer, Answer):
-            self.respond(answer.status, answer.body, content_type=answer.content_type,
-                         headers=answer.headers)
-        else:
-            self.respond(answer[0], answer[1])
+        with self.server.answering():
+            try:
+                answer = self.server.route(path, query)
+            except Exception as exc:  # a bug in a route must not kill the connection silently
+                log.exception("game-bridge kit: error answering %s", path)
+                answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+            if isinstance(answer, Answer):
+                self.respond(answer.status, answer.body, content_type=answer.content_type,
+                             headers=answer.headers)
+            else:
+                self.respond(answer[0], answer[1])
 
     def _not_allowed(self) -> None:
         self.respond(405, json_bytes({"ok": False, "error": f"method {self.command} is not supported; "
@@ -195,6 +197,8 @@ class KitHttpServer(ThreadingHTTPServer):
         self.route = route
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self._answering = 0  # requests between routing and their answer's last byte
+        self._answered = threading.Condition()
         super().__init__((host, port), _Handler)
 
     def server_bind(self) -> None:
@@ -215,8 +219,24 @@ class KitHttpServer(ThreadingHTTPServer):
             self._connections.discard(request)
         super().shutdown_request(request)
 
-    def close_connections(self) -> None:
-        """Shut down every open keep-alive connection (so the port goes quiet)."""
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around one request's routing and answer (see :meth:`close_connections`)."""
+        with self._answered:
+            self._answering += 1
+        try:
+            yield
+        finally:
+            with self._answered:
+                self._answering -= 1
+                self._answered.notify_all()
+
+    def close_connections(self, grace_s: float = 1.0) -> None:
+        """Shut down every open keep-alive connection (so the port goes quiet), after
+        up to ``grace_s`` for the answers being written (a held request the stop has just
+        released gets its answer rather than a reset)."""
+        with self._answered:
+            self._answered.wait_for(lambda: self._answering == 0, grace_s)
         with self._connections_lock:
             connections = list(self._connections)
             self._connections.clear()
