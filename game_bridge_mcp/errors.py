@@ -139,6 +139,23 @@ class CommandRejected(BridgeUsageError):
         return "BridgeUsageError"
 
 
+class ScreenshotUnavailable(BridgeUsageError):
+    """The game serves screenshots but said it cannot render now (``503`` with its
+    reason: headless, minimised). Rendered as the BridgeUsageError it is to the agent;
+    its own type lets code tell it apart. ``reason`` is the game's text."""
+
+    def __init__(self, port: int, reason: str) -> None:
+        super().__init__(f"The game on port {port} cannot show its screen right now: {reason}. Its state is still "
+                         "readable: get_state {summary: true} (ui.text, if the game draws one, is a text picture).",
+                         port=port, reason=reason)
+        self.port = port
+        self.reason = reason
+
+    @property
+    def name(self) -> str:
+        return "BridgeUsageError"
+
+
 #: Every error type, in the order the CLI documents them.
 ERROR_TYPES: tuple[type[BridgeError], ...] = (
     BridgeUsageError, GameOffline, NotAGameSurface, CommandTimeout)

@@ -7,9 +7,11 @@ Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bri
 * ``locks/``: the launcher's per-port lock files.
 
 Launched games' logs go to a private directory in the system's temporary directory
-(``<tmp>/game-bridge-logs``, or a per-user variant when another user owns that one).
-Nothing here creates files except :func:`default_log_dir` (which must prove a directory
-private before anything is written there); the directories' users create the rest.
+(``<tmp>/game-bridge-logs``, or a per-user variant when another user owns that one), and
+so do the copies of screenshots (``<tmp>/game-bridge-screenshots``, or
+``$GAME_BRIDGE_SCREENSHOTS``). Nothing here creates files except :func:`default_log_dir`
+and :func:`screenshot_dir` (which must prove a directory private before anything is
+written there); the directories' users create the rest.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ ENV_HOME = "GAME_BRIDGE_HOME"
 INSTANCES_DIRNAME = "instances"
 #: The default home directory, under the user's home.
 DEFAULT_HOME_DIRNAME = ".game-bridge"
+
+#: Environment variable naming the directory get_screenshot saves its copies in.
+ENV_SCREENSHOTS = "GAME_BRIDGE_SCREENSHOTS"
 
 #: Name of the port locks' directory under the home directory.
 LOCKS_DIRNAME = "locks"
@@ -112,10 +117,27 @@ def default_log_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
 
 
+def screenshot_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where ``get_screenshot`` keeps its copies: ``$GAME_BRIDGE_SCREENSHOTS`` or
+    ``<tempdir>/game-bridge-screenshots`` (a per-user variant when another user owns it),
+    created 0700; None when no private directory can be had."""
+    env = _env(environ)
+    named = env.get(ENV_SCREENSHOTS, "")
+    if named:
+        return _private_dir(_expand(named, env))
+    base = Path(tempfile.gettempdir())
+    for name in ("game-bridge-screenshots", f"game-bridge-screenshots-{_user_tag()}"):
+        found = _private_dir(base / name)
+        if found is not None:
+            return found
+    return None
+
+
 def fallback_locks_dir() -> Path:
     """Where port locks go when the home's ``locks/`` cannot be made (a read-only home)."""
     return Path(tempfile.gettempdir()) / f"game-bridge-locks-{_user_tag()}"
 
 
-__all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "INSTANCES_DIRNAME", "LOCKS_DIRNAME",
-           "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home"]
+__all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
+           "LOCKS_DIRNAME", "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
+           "screenshot_dir"]

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """What a screenshot costs: scaling and encoding in the kit, and the whole request over HTTP.
 
-Sections (each a function in ``SECTIONS``; add one to measure another side, e.g. the
-bridge's ``get_screenshot`` and its ``changed`` detection):
+Sections (each a function in ``SECTIONS``):
 
 * **encode**: a 1920x1080 game frame (drawn with pygame-ce: gradient sky, shapes, text)
   scaled to fit 768 and 1568 and encoded as PNG, three ways: the kit's pure box filter
@@ -13,7 +12,13 @@ bridge's ``get_screenshot`` and its ``changed`` detection):
   1920x1080), at ``maxWidth=maxHeight=768`` and ``1568``; request to last byte, median and
   p95, in ms and in the game's frames, bytes and tokens.
 
-    .venv/bin/python scripts/bench_screenshot.py [--quick] [--json] [--only encode|http]
+* **bridge**: ``get_screenshot`` through the Bridge against the same games and limits,
+  against a bare ``GET /screenshot`` interleaved with it (the difference is the bridge's
+  cost: a ``/health``, reading the whole image, ``changed``, the saved copy, plus where
+  the extra request lands in the game's frame), and the parts: reading the image,
+  ``changed`` (SHA-256), saving the copy (with pruning), the MCP result (base64 + JSON).
+
+    .venv/bin/python scripts/bench_screenshot.py [--quick] [--json] [--only encode|http|bridge]
 
 No figure is a pass/fail target; compare ratios on a noisy machine.
 """
@@ -178,8 +183,62 @@ def bench_http(quick: bool) -> dict[str, Any]:
     return {"rows": rows}
 
 
-#: name -> function(quick) -> figures. Add sections here (the bridge side, ``changed``).
-SECTIONS: dict[str, Callable[[bool], dict[str, Any]]] = {"encode": bench_encode, "http": bench_http}
+# =========================================================================== bridge
+def bench_bridge(quick: bool) -> dict[str, Any]:
+    """``get_screenshot`` through the Bridge (in-process: health, GET /screenshot, the whole
+    image read and checked, ``changed``, the saved copy) against a bare ``GET /screenshot``
+    of the same game, interleaved call by call; and its parts: reading the image
+    (``inspect_image``), ``changed`` (SHA-256 of the body), the MCP result (base64 + JSON)."""
+    import hashlib
+    import tempfile
+
+    from game_bridge_mcp.config import Config
+    from game_bridge_mcp.core.bridge import Bridge
+    from game_bridge_mcp.core.screenshot import IMAGE_KEY
+    from game_bridge_mcp.mcp_server.adapter import result_of
+    from game_bridge_mcp.wire.images import inspect_image
+
+    reps = 3 if quick else 40
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gb-bench-shots-") as shots:
+        for label, argv, hz in games():
+            game = Game(label, argv, hz)
+            try:
+                bridge = Bridge(Config(port=game.port, scan=False, registry=False,
+                                       environ={"GAME_BRIDGE_SCREENSHOTS": shots}))
+                game.get("/screenshot")  # warm up (imports, first encode)
+                for limit in LIMITS:
+                    arguments = {"name": "get_screenshot", "arguments": {"maxWidth": limit, "maxHeight": limit}}
+                    through, direct = [], []
+                    result: dict[str, Any] = {}
+                    for _ in range(reps):
+                        start = time.perf_counter()
+                        result = bridge.run_tool("call_tool", arguments)
+                        through.append(time.perf_counter() - start)
+                        start = time.perf_counter()
+                        game.get(f"/screenshot?maxWidth={limit}&maxHeight={limit}")
+                        direct.append(time.perf_counter() - start)
+                    body = result[IMAGE_KEY].data
+                    check, _ = timed(lambda: inspect_image(body, "image/png"), reps * 3)
+                    digest, _ = timed(lambda: hashlib.sha256(body).digest(), reps * 3)
+                    encode, _ = timed(lambda: result_of(dict(result)), reps * 3)
+                    save, _ = timed(lambda: bridge.screenshots.save(game.port, 0, body, "png"), reps * 3)
+                    bridge_stats, http_stats = summary(through), summary(direct)
+                    rows.append({"game": label, "limit": limit, "size": f"{result['width']}x{result['height']}",
+                                 "bytes": len(body), "tokens": tokens(result["width"], result["height"]),
+                                 "medianMs": bridge_stats["medianMs"], "httpMs": http_stats["medianMs"],
+                                 "overheadMs": round(bridge_stats["medianMs"] - http_stats["medianMs"], 2),
+                                 "readImageMs": summary(check)["medianMs"], "changedMs": summary(digest)["medianMs"],
+                                 "saveMs": summary(save)["medianMs"], "mcpResultMs": summary(encode)["medianMs"],
+                                 "p95Ms": bridge_stats["p95Ms"]})
+            finally:
+                game.close()
+    return {"rows": rows}
+
+
+#: name -> function(quick) -> figures.
+SECTIONS: dict[str, Callable[[bool], dict[str, Any]]] = {"encode": bench_encode, "http": bench_http,
+                                                         "bridge": bench_bridge}
 
 
 def print_table(name: str, result: dict[str, Any]) -> None:

@@ -52,4 +52,10 @@ def test_quick_mode_reports_every_figure_and_reaps_its_games() -> None:
         assert row["tokens"] == round(width * height / 750)
     big = {row["limit"]: row["size"] for row in http if row["game"] == "star_catcher 1920x1080"}
     assert big == {768: "768x432", 1568: "1568x882"}
+    bridge = report["bridge"]["rows"]
+    assert {(row["game"], row["limit"]) for row in bridge} == {(row["game"], row["limit"]) for row in http}
+    for row in bridge:
+        assert row["medianMs"] > 0 and row["httpMs"] > 0 and row["bytes"] > 0
+        assert row["readImageMs"] >= 0 and row["changedMs"] >= 0 and row["saveMs"] >= 0 and row["mcpResultMs"] > 0
+    assert {row["size"] for row in bridge if row["game"] == "star_catcher 1920x1080"} == {"768x432", "1568x882"}
     assert marked(token) == []

@@ -15,16 +15,19 @@ to its log file, and is ended with ``call close --port N`` (its own clean shutdo
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
+from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..core.tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS
 
 CALL_USAGE = """\
-usage: game-bridge-mcp call TOOL [JSON] [--keep] [server options]
+usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
        game-bridge-mcp call --list
 
 Runs TOOL once, in-process, and prints its result as JSON on stdout. TOOL is one of the
@@ -34,7 +37,47 @@ JSON is its arguments object. Errors go to stderr; the exit code says which:
   5 CommandTimeout.
 --keep lets launch_instance leave the game running after the command returns.
 --record FILE (or GAME_BRIDGE_RECORD) appends the call to a trace for game-bridge-mcp replay.
+--out FILE writes the image a tool returns (get_screenshot) to FILE.
 """
+
+
+def _out_file(argv: Sequence[str]) -> tuple[list[str], Path | None]:
+    """``--out FILE`` (or ``--out=FILE``) taken out of ``argv``."""
+    rest: list[str] = []
+    out: Path | None = None
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--out" or word.startswith("--out="):
+            value = word[len("--out="):] if "=" in word else (args[i + 1] if i + 1 < len(args) else "")
+            if not value:
+                raise BridgeUsageError("--out needs a file name: --out shot.png")
+            out = Path(value)
+            i += 1 if "=" in word else 2
+            continue
+        rest.append(word)
+        i += 1
+    return rest, out
+
+
+def _write_image(result: dict[str, Any], tool: str, path: Path | None) -> None:
+    """Take the image out of a result; with --out, write it to ``path`` (whole or not at all)."""
+    image = result.pop(IMAGE_KEY, None)
+    if path is None:
+        return
+    if not isinstance(image, ImagePayload):
+        raise BridgeUsageError(f"--out writes the image a tool returns, and '{tool}' returned none "
+                               "(get_screenshot does).")
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        tmp.write_bytes(image.data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BridgeUsageError(f"--out could not write {path}: {exc.strerror or exc}. The screenshot itself "
+                               f"was taken; its copy is {result.get('file')}.") from None
+    result["out"] = str(path)
 
 
 def _split(argv: Sequence[str]) -> tuple[list[str], list[str], bool, bool]:
@@ -78,6 +121,11 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
          environ: dict[str, str] | None = None) -> int:
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    try:
+        argv, out_path = _out_file(argv)
+    except BridgeError as exc:
+        err.write(exc.render() + "\n")
+        return exc.exit_code
     positional, options, keep, listing = _split(argv)
     if "-h" in options or "--help" in options:
         out.write(CALL_USAGE)
@@ -109,6 +157,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
                     "with: game-bridge-mcp call close --port <port>.")
         apply_project_config(config, defer=tool != "launch_instance")
         result = _run(config, tool, arguments, keep=keep)
+        _write_image(result, tool, out_path)
     except BridgeError as exc:
         err.write(exc.render() + "\n")
         return exc.exit_code

@@ -22,6 +22,7 @@ from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import listing
 from .digest import summarise
+from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandRejected, GameOffline
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
@@ -67,6 +68,7 @@ class Bridge:
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.Lock()
         self._manifest_file = ManifestFile(self.config.manifest_file)
+        self.screenshots = Screenshots(environ=self.config.environ)
         self._closed = False
 
     # ------------------------------------------------------------------ plumbing
@@ -355,6 +357,12 @@ class Bridge:
         target = self._port(port)
         health = self._guarded(target, lambda: self.client(target).health())
         return {"port": target, **health}
+
+    def get_screenshot(self, *, port: Any = None, max_width: Any = None, max_height: Any = None) -> dict[str, Any]:
+        """The game's screen: see core/screenshot.py (the image rides under IMAGE_KEY)."""
+        target = self._port(port)
+        return self._guarded(target, lambda: self.screenshots.take(self.client(target), max_width=max_width,
+                                                                   max_height=max_height))
 
     def close(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
         target = self._port(port)

@@ -15,6 +15,7 @@ from __future__ import annotations
 # stubs: the two error codes below are the price of one adapter for both majors.
 # mypy: disable-error-code="call-arg,attr-defined"
 
+import base64
 import functools
 import gc
 import inspect
@@ -40,6 +41,7 @@ finally:
 from .._version import __version__
 from ..core.bridge import Bridge
 from ..core.composites import Composite
+from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..config import Config
 from ..errors import BridgeError
 from ..core.tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, ToolDef
@@ -85,13 +87,20 @@ def _nests_within(value: Any, limit: int) -> bool:
 
 
 def result_of(value: dict[str, Any]) -> types.CallToolResult:
+    """The text block (and structuredContent) of a result; an image it carries
+    (get_screenshot's) follows as an image block, so a client that shows no images still
+    has everything else."""
+    image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
     text = _dumps(value)
     # structuredContent duplicates the text, so only for answers of a sane size and depth:
     # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
     structured = (value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict)
                   and _nests_within(value, STRUCTURED_DEPTH) else None)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structuredContent=structured, isError=False)
+    content: list[Any] = [types.TextContent(type="text", text=text)]
+    if isinstance(image, ImagePayload):
+        content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),
+                                          mimeType=image.mime))
+    return types.CallToolResult(content=content, structuredContent=structured, isError=False)
 
 
 def error_result(exc: BaseException) -> types.CallToolResult:

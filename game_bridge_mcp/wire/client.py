@@ -43,8 +43,11 @@ from typing import Any, Callable, Iterator, Mapping
 from ..config import port_number
 from ..jsonio import as_int, decode_json
 from ..polling import Deadline, poll_until
-from ..errors import BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface
+from ..errors import (BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface,
+                      ScreenshotUnavailable)
 from .frames import FrameClock
+from .images import (SCREENSHOT_MAX_BYTES, ImageProblem, Screenshot, game_reason, inspect_image, parse_frame,
+                     parse_window)
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
                         TransportError, loopback_opener)
 
@@ -172,11 +175,15 @@ class GameClient:
             self._relearn()
             self.generation += 1
 
-    def _request(self, path: str, *, timeout_s: float, max_bytes: int) -> HttpResponse:
+    def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
+        """One GET; transport failures become GameOffline/NotAGameSurface, except the
+        TransportError kinds in ``keep``, re-raised for the caller to word."""
         opener = getattr(self._local, "opener", None) or self._open
         try:
             response = opener(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes)
         except TransportError as exc:
+            if exc.kind in keep:
+                raise
             raise self._translate(exc, path, timeout_s) from None
         except ConnectionRefusedError as exc:  # an injected opener may raise plain socket errors
             raise GameOffline(self.port, launch_hint=self.launch_hint, detail=f"GET {path}: {exc}") from None
@@ -252,6 +259,34 @@ class GameClient:
         if response.status != 200:
             raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/tools")
         return self._json(response, "/tools")
+
+    def screenshot(self, max_width: int, max_height: int, *, timeout_ms: int | None = None,
+                   max_bytes: int = SCREENSHOT_MAX_BYTES) -> Screenshot:
+        """``GET /screenshot``: the image, checked whole (see wire/images.py). A ``503`` is
+        ScreenshotUnavailable with the game's reason; an image over ``max_bytes``, a body
+        that is not the image it claims, any other status: NotAGameSurface saying which."""
+        path = f"/screenshot?maxWidth={int(max_width)}&maxHeight={int(max_height)}"
+        timeout_s = self._timeout_s(timeout_ms)
+        try:
+            response = self._request(path, timeout_s=timeout_s, max_bytes=max_bytes, keep=("too-large",))
+        except TransportError as exc:  # only too-large is passed through
+            raise NotAGameSurface(self.port, f"sent an image over the bridge's {max_bytes // (1024 * 1024)} MB cap "
+                                  f"({exc.detail}); it was refused unread. Ask for a smaller maxWidth/maxHeight, "
+                                  "or make the game send smaller images", path="/screenshot") from None
+        if response.status == 503:
+            reason = game_reason(response.body)
+            if reason is not None:
+                raise ScreenshotUnavailable(self.port, reason)
+            raise NotAGameSurface(self.port, "answered 503 without {\"ok\": false, \"error\": \"...\"} saying why",
+                                  path="/screenshot")
+        if response.status != 200:
+            raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/screenshot")
+        try:
+            info = inspect_image(response.body, response.headers.get("content-type"))
+        except ImageProblem as exc:
+            raise NotAGameSurface(self.port, f"did not answer a usable image: {exc}", path="/screenshot") from None
+        return Screenshot(info, response.body, parse_frame(response.headers.get("x-game-frame")),
+                          parse_window(response.headers.get("x-game-window")))
 
     def command(self, cmd: str, args: Mapping[str, Any] | None = None, *,
                 timeout_ms: int | None = None) -> dict:

@@ -8,6 +8,9 @@ a broken picture the agent then reasons about). Before the bridge hands an image
 file is complete (PNG chunks whole with good CRCs up to ``IEND``; JPEG ending in
 ``EOI``), and for PNG that the compressed pixel data holds exactly the rows ``IHDR``
 claims (decompressed in pieces and counted, never held). Standard library only.
+
+:class:`Screenshot` is what :meth:`..wire.client.GameClient.screenshot` returns: the
+image read this way, with the game's ``X-Game-Frame`` and ``X-Game-Window``.
 """
 
 from __future__ import annotations
@@ -68,6 +71,52 @@ def inspect_image(body: bytes, content_type: str | None = None, *, verify_pixels
         raise ImageProblem(f"Content-Type says {declared} but the body is a {kind.upper()}")
     width, height = _png(body, verify_pixels) if kind == "png" else _jpeg(body)
     return ImageInfo(kind, width, height)
+
+
+# --------------------------------------------------------------------------- a /screenshot answer
+
+#: The bridge's cap on a screenshot's body: a 1568x1568 RGBA PNG of noise is about 10 MB.
+SCREENSHOT_MAX_BYTES = 20 * 1024 * 1024
+_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """A ``200`` answer to ``GET /screenshot``, read and found whole."""
+
+    info: ImageInfo
+    body: bytes
+    frame: int | None  # X-Game-Frame, when the game sent a whole number
+    window: tuple[int, int] | None  # X-Game-Window, when sent as <width>x<height>
+
+
+def parse_window(value: str | None) -> tuple[int, int] | None:
+    """``X-Game-Window: 1280x720`` -> ``(1280, 720)``; None for anything else."""
+    width, sep, height = (value or "").strip().lower().partition("x")
+    if not sep or not width.strip().isdigit() or not height.strip().isdigit():
+        return None
+    w, h = int(width), int(height)
+    return (w, h) if 0 < w <= 1_000_000 and 0 < h <= 1_000_000 else None
+
+
+def parse_frame(value: str | None) -> int | None:
+    text = (value or "").strip()
+    return int(text) if text.isdigit() and len(text) < 20 else None
+
+
+def game_reason(body: bytes) -> str | None:
+    """The ``error`` of a ``{"ok": false, "error": "..."}`` body, on one line and capped."""
+    import json
+
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if not isinstance(error, str) or not error.strip():
+        return None
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in error).split())
+    return text if len(text) <= _REASON_CHARS else text[:_REASON_CHARS - 3] + "..."
 
 
 # --------------------------------------------------------------------------- PNG
@@ -188,4 +237,5 @@ def _jpeg(body: bytes) -> tuple[int, int]:
     raise ImageProblem(f"the JPEG is truncated: it ends after {len(body)} bytes, before its image data")
 
 
-__all__ = ["ImageInfo", "ImageProblem", "MAX_SIDE", "MIME", "inspect_image", "media_type", "sniff"]
+__all__ = ["ImageInfo", "ImageProblem", "MAX_SIDE", "MIME", "SCREENSHOT_MAX_BYTES", "Screenshot", "game_reason",
+           "inspect_image", "media_type", "parse_frame", "parse_window", "sniff"]
