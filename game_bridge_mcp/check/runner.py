@@ -53,6 +53,10 @@ from ..config import OptionError, OptionParser
 from ..errors import BridgeError, BridgeUsageError
 
 
+#: How long after a launched game answers the registry is watched for its entry.
+ENTRY_GRACE_S = 1.5
+
+
 # --------------------------------------------------------------------------- the run
 
 class Checker(ProtocolChecks, HostChecks, FeatureChecks, EventChecks, ScreenshotChecks, ClockChecks):
@@ -241,7 +245,11 @@ def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, 
         except BaseException:
             launcher.shutdown(grace_ms=500)
             raise
-        time.sleep(0.05)  # let the watcher see an entry written just after /health answered
+        # A game may write its entry a little after /health first answers (a loaded
+        # machine: hundreds of ms): give the watcher up to ENTRY_GRACE_S to see it.
+        deadline = time.monotonic() + ENTRY_GRACE_S
+        while not watcher.seen and time.monotonic() < deadline:
+            time.sleep(0.01)
     target = Target(port=int(result["port"]), pid=result.get("pid"), cwd=decl.cwd, launched=True)
     if watcher.seen:
         name, accepting = next(iter(watcher.seen.items()))
