@@ -14,6 +14,7 @@ from typing import Any, Sequence, TextIO
 from .._version import __version__
 from ..config import configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
+from ..launch.parent import prepare_parent
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
 
 log = logging.getLogger("game_bridge_mcp")
@@ -76,6 +77,7 @@ exit codes: 0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline,
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     configure_logging()
+    prepare_parent()  # before anything is launched: default SIGCHLD, child subreaper
     try:
         if args and args[0] in SUBCOMMANDS:
             command, rest = args[0], args[1:]

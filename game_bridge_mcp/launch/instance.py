@@ -8,8 +8,12 @@ launcher's table lives here:
 
 * starting it: a new session (so the whole tree can be signalled as a group), output
   into a pipe for :mod:`.capture`, a pidfd where the platform has one;
-* observing the direct child's exit with ``waitid(WNOWAIT)``, so it stays unreaped and
-  its pid and process-group id cannot be recycled while the group may still be signalled;
+* observing the direct child's exit with ``waitid(WNOWAIT)`` on its pidfd, so it stays
+  unreaped and its pid and process-group id cannot be recycled while the group may still
+  be signalled; a group signal is sent only while that is proved, never on the strength
+  of ``Popen.returncode`` being None (a parent that ignores SIGCHLD makes the kernel reap
+  the child behind Popen's back); an exit status that was lost so is reported as unknown,
+  never as 0;
 * sleeping until the child exits (a pidfd), for polls that should wake at once;
 * telling which process in the tree listens on the port (the game itself, when the
   command is a shell or a build tool);
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import procs
+from . import parent, procs
 from .capture import OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
@@ -73,13 +77,23 @@ def _listening_inodes(port: int) -> set[str] | None:
     return found if seen_any else None
 
 
-def how_exited(code: int) -> str:
-    """A child's exit status in words (negative: killed by that signal)."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
+def signal_name(code: int | None) -> str | None:
+    """The signal that ended a process with exit status ``code`` (negative), else None."""
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def how_exited(code: int | None) -> str:
+    """A child's exit status in words (negative: killed by that signal; None: unknown)."""
+    if code is None:
+        return ("the process exited, with an exit status the bridge could not read (it was "
+                "collected by someone else; does the bridge's parent ignore SIGCHLD?)")
+    name = signal_name(code)
+    if name is not None:
         return f"the process was killed by {name}"
     return f"the process exited with code {code}"
 
@@ -105,7 +119,10 @@ class Instance:
     name: str | None = None
     version: str | None = None
     game_pid: int | None = None
+    #: The direct child's exit status once it has exited (negative: the signal); None
+    #: while it runs, and also when it exited but its status was lost (``reaped_elsewhere``).
     exit_code: int | None = None
+    exited: bool = False
     reaped_elsewhere: bool = False
     stop_result: dict | None = None
     stop_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -120,10 +137,12 @@ class Instance:
         OSError when the command cannot be started."""
         port = lock.port
         started = time.monotonic()
-        proc = subprocess.Popen(
-            command, shell=use_shell, cwd=str(decl.cwd), env=env,
-            stdin=subprocess.DEVNULL, stdout=log_fd if detached else subprocess.PIPE,
-            stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
+        with parent.spawning() as own:  # registered before anyone could reap it as adopted
+            proc = subprocess.Popen(
+                command, shell=use_shell, cwd=str(decl.cwd), env=env,
+                stdin=subprocess.DEVNULL, stdout=log_fd if detached else subprocess.PIPE,
+                stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
+            own.add(proc.pid)
         leader = procs.ref_for(proc.pid) or ProcRef(proc.pid, 0.0)
         pidfd = None
         if hasattr(os, "pidfd_open"):
@@ -149,36 +168,58 @@ class Instance:
         """What is known of this instance, as ``list_instances`` shows it."""
         return {"port": self.port, "pid": self.game_pid or self.leader.pid, "name": self.name,
                 "version": self.version, "cwd": str(self.declaration.cwd), "ready": self.ready,
-                "running": self.leader_exit() is None or self.wrapper_exited,
+                "running": not self.leader_exited() or self.wrapper_exited,
                 "logFile": str(self.capture.log_path)}
 
-    def leader_exit(self) -> int | None:
-        """The direct child's exit code (negative: a signal), or None while it runs.
-        Observed without reaping it, so its pid stays ours."""
-        if self.exit_code is not None:
-            return self.exit_code
-        if self.proc.returncode is not None:
-            self.exit_code = self.proc.returncode
-            return self.exit_code
+    def _peek(self) -> Any:
+        """``waitid(WEXITED | WNOHANG | WNOWAIT)`` on the direct child (by pidfd where
+        there is one, so a recycled pid can never answer): None while it runs, the
+        status once it exited (it stays unreaped). Raises ChildProcessError when it has
+        already been collected by someone else."""
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        if self.pidfd is not None and hasattr(os, "P_PIDFD"):
+            return os.waitid(os.P_PIDFD, self.pidfd, flags)  # type: ignore[attr-defined]
+        return os.waitid(os.P_PID, self.proc.pid, flags)
+
+    def leader_exited(self) -> bool:
+        """Whether the direct child has exited (its status, if it could be read, is
+        then in ``exit_code``). Observed without reaping it, so its pid stays ours."""
+        if self.exited:
+            return True
+        if self.proc.returncode is not None:  # reaped by release()
+            self.exited, self.exit_code = True, self.proc.returncode
+            return True
         if not _HAS_WAITID:  # pragma: no cover - platforms without waitid: reap normally
-            self.exit_code = self.proc.poll()
-            return self.exit_code
+            code = self.proc.poll()
+            if code is not None:
+                self.exited, self.exit_code = True, code
+            return self.exited
         try:
-            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:  # someone else reaped it
-            self.reaped_elsewhere = True
-            self.exit_code = self.proc.poll() if self.proc.returncode is None else self.proc.returncode
-            if self.exit_code is None:
-                self.exit_code = -1
-            return self.exit_code
+            info = self._peek()
+        except ChildProcessError:  # collected behind our back: the status is lost
+            self.exited, self.reaped_elsewhere, self.exit_code = True, True, None
+            return True
         if info is None or info.si_pid == 0:
-            return None
+            return False
+        self.exited = True
         self.exit_code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
-        return self.exit_code
+        return True
 
     def leader_unreaped(self) -> bool:
-        """True while the direct child's pid (and so its group id) cannot be reused."""
-        return _HAS_WAITID and self.proc.returncode is None and not self.reaped_elsewhere
+        """True only while it is proved that the direct child's pid (and so its group id)
+        cannot have been reused: it is our child and not yet reaped, checked through its
+        pidfd. Without a pidfd, or while SIGCHLD is ignored (the kernel reaps on exit, so
+        the proof would be stale at once), nothing is proved."""
+        if self.reaped_elsewhere or self.proc.returncode is not None or not _HAS_WAITID:
+            return False
+        if self.pidfd is None or not hasattr(os, "P_PIDFD") or parent.sigchld_ignored():
+            return False
+        try:
+            self._peek()
+        except ChildProcessError:
+            self.leader_exited()
+            return False
+        return self.proc.returncode is None
 
     def wait_leader(self, timeout_s: float) -> None:
         """Sleep up to ``timeout_s``, waking at once if the direct child exits."""
@@ -186,7 +227,7 @@ class Instance:
             return
         # A pidfd is readable once the process has exited, so it is a sleep that ends at
         # the exit; after the exit it would return at once, so sleep plainly then.
-        if self.pidfd is not None and self.leader_exit() is None:
+        if self.pidfd is not None and not self.leader_exited():
             try:
                 select.select([self.pidfd], [], [], timeout_s)
                 return
@@ -249,7 +290,7 @@ class Instance:
                 quiet = client.port_is_quiet(timeout_ms=100)
                 if quiet and not self.tree.live(marker_scan=False):
                     return True
-                if quiet and self.leader_exit() is not None:
+                if quiet and self.leader_exited():
                     quiet_since = quiet_since or time.monotonic()
                     if time.monotonic() - quiet_since >= STRAGGLER_GRACE_S:
                         return True
@@ -271,18 +312,21 @@ class Instance:
                    f"Working directory: {self.declaration.cwd}\n"
                    f"Full log: {self.capture.log_path}\n\n"
                    f"Last output:\n{output}")
-        return BridgeUsageError(message, port=self.port, exitCode=exit_code, timedOut=timed_out,
+        extra = {"signal": signal_name(exit_code)} if signal_name(exit_code) else {}
+        return BridgeUsageError(message, port=self.port, exitCode=exit_code, timedOut=timed_out, **extra,
                                 command=self.command, cwd=str(self.declaration.cwd),
                                 logFile=str(self.capture.log_path), lastOutput=tail)
 
     def release(self) -> None:
         """Release what this record holds once its tree has ended: the child's exit
         status (it is reaped now), the pidfd, the port lock."""
-        self.leader_exit()
+        self.leader_exited()
         try:
             self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL failed
             log.warning("pid %d did not exit; left unreaped", self.proc.pid)
+        else:
+            parent.disown(self.proc.pid)
         if self.pidfd is not None:
             try:
                 os.close(self.pidfd)
@@ -292,4 +336,4 @@ class Instance:
         self.lock.release()
 
 
-__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited"]
+__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited", "signal_name"]

@@ -34,12 +34,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
-from . import procs
+from . import parent, procs
 from .capture import TailReader, open_log_file, prune_old_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exited  # noqa: F401 (re-exported)
+from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exited, signal_name  # noqa: F401 (re-exported)
 from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
@@ -67,6 +67,16 @@ MAX_GRACE_MS = 600_000
 MAX_TIMEOUT_MS = 86_400_000
 
 
+def _describe_exit(answer: dict[str, Any], inst: Instance) -> None:
+    """Add ``signal`` (the signal that ended the launched process) or ``exitUnknown``
+    (its status was lost) to an answer that reports ``exitCode``."""
+    name = signal_name(inst.exit_code)
+    if name is not None:
+        answer["signal"] = name
+    elif inst.exited and inst.exit_code is None:
+        answer["exitUnknown"] = how_exited(None)
+
+
 def _whole(value: Any) -> Any:
     """An integer-valued float (JSON may deliver 12.0) as an int; anything else unchanged."""
     if isinstance(value, float) and value.is_integer():
@@ -80,6 +90,7 @@ class Launcher:
     def __init__(self, config: Config, *, opener: Opener | None = None,
                  environ: Mapping[str, str] | None = None, log_dir: Path | None = None,
                  watcher_log: Path | None = None, detached: bool = False) -> None:
+        parent.restore_sigchld()  # a no-op off the main thread; entry points did it already
         self.config = config
         self._opener = opener
         self._environ: Mapping[str, str] = dict(environ if environ is not None else config.environ)
@@ -181,13 +192,15 @@ class Launcher:
                 f"No instance launched by this bridge is on port {port}, so there is no captured "
                 "output: instance_log reads only games started with launch_instance (output of a "
                 f"game started elsewhere goes wherever that process writes it).{held}", port=port)
-        code = inst.leader_exit()
-        running = code is None or (inst.wrapper_exited and bool(inst.tree.live(marker_scan=False)))
+        running = not inst.leader_exited() or (inst.wrapper_exited and bool(inst.tree.live(marker_scan=False)))
         if not running:  # the game is gone: let the pump drain what it wrote last
             inst.capture.wait_eof(0.5)
         result = inst.capture.read(lines, since)
-        return {"port": port, **result, "logFile": str(inst.capture.log_path),
-                "running": running, "exitCode": None if running else code}
+        answer = {"port": port, **result, "logFile": str(inst.capture.log_path),
+                  "running": running, "exitCode": None if running else inst.exit_code}
+        if not running:
+            _describe_exit(answer, inst)
+        return answer
 
     def shutdown(self, *, grace_ms: int = 1000) -> None:
         """Stop every launched instance at once (close first, then escalation), then
@@ -302,11 +315,12 @@ class Launcher:
                 raise BridgeUsageError(
                     f"Launch on port {inst.port} was cancelled: the instance was stopped while it "
                     "was booting.", port=inst.port)
-            code = inst.leader_exit()
-            if code is not None and not inst.wrapper_exited:
+            if inst.leader_exited() and not inst.wrapper_exited:
+                code = inst.exit_code
                 # A wrapper that exits 0 and leaves the game running (a start script that
-                # backgrounds it) is not a failure; any other exit during boot is.
-                if code == 0 and inst.tree.live():
+                # backgrounds it) is not a failure; any other exit during boot is. (An exit
+                # whose status was lost counts as a wrapper while its tree still runs.)
+                if code in (0, None) and inst.tree.live():
                     inst.wrapper_exited = True
                     log.info("port %d: the launch command exited 0 but left processes running; "
                              "still waiting for /health", inst.port)
@@ -391,9 +405,11 @@ class Launcher:
             how, survivors = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
             result: dict[str, Any] = {
                 "port": inst.port, "stopped": not survivors, "how": how,
-                "pid": inst.game_pid or inst.leader.pid, "exitCode": inst.leader_exit(),
+                "pid": inst.game_pid or inst.leader.pid,
+                "exitCode": inst.exit_code if inst.leader_exited() else None,
                 "stoppedInMs": int((time.monotonic() - t0) * 1000),
                 "logFile": str(inst.capture.log_path)}
+            _describe_exit(result, inst)
             if survivors:
                 result["survivors"] = [ref.pid for ref in survivors]
                 result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "

@@ -17,9 +17,16 @@ A launched tree is found three ways, because each misses something:
 * an **environment marker** (``GAME_BRIDGE_LAUNCH_ID=<unique>``) set at launch and
   inherited by everything below, read back through ``/proc/<pid>/environ``.
 
-Signalling a group (``killpg``) is guarded too: it is sent only while a verified member
-of the original group is alive, because a group id cannot be reused while any member of
-the group exists.
+A group signal (``killpg``) is sent only while the group's leader is pinned: our own
+child, not yet reaped (proved through its pidfd with ``waitid(WNOWAIT)``), so neither its
+pid nor its group id can have been handed to anyone else. Otherwise every member is
+signalled one by one, each through its own verified pidfd.
+
+The process that launches games should call :func:`prepare_parent` at start-up: it
+restores the default ``SIGCHLD`` disposition (a parent that ignores ``SIGCHLD`` hands that
+on, and then the kernel reaps our children at once, freeing their pids for reuse) and
+makes this process a child subreaper, so a descendant that double-forks away is
+re-parented here rather than to init (and :func:`reap_adopted` reaps the ones that exit).
 
 This module imports nothing from its package (standard library and psutil only), so
 the watcher process can load it by file path when the package is vendored.
@@ -201,19 +208,18 @@ def find_marked(marker_value: str, *, key: str = MARKER_KEY) -> list[ProcRef]:
 
 
 def signal_group(pgid: int, sig: int, verified: Iterable[ProcRef]) -> bool:
-    """``killpg(pgid, sig)`` only if one of ``verified`` (known members of the group we
-    started) is alive and still in that group: then the group id cannot belong to anyone
-    else. Returns True when the signal was sent."""
-    if not hasattr(os, "killpg") or pgid <= 1:
+    """Signal every member of process group ``pgid``, one by one through verified pidfds,
+    but only if one of ``verified`` (known members of the group we started) is alive and
+    still in that group. Never ``killpg`` on a group id that nothing pins: the group may
+    have emptied and its number gone to a stranger. True when a member was signalled."""
+    if pgid <= 1:
         return False
-    for ref in verified:
-        if is_alive(ref) and _getpgid(ref.pid) == pgid:
-            try:
-                os.killpg(pgid, sig)
-                return True
-            except (ProcessLookupError, PermissionError):
-                return False
-    return False
+    if not any(is_alive(ref) and _getpgid(ref.pid) == pgid for ref in verified):
+        return False
+    sent = False
+    for ref in group_members(pgid):
+        sent = send_signal(ref, sig) or sent
+    return sent
 
 
 @dataclass
@@ -273,8 +279,9 @@ class Tree:
         return any(is_alive(ref) and _getpgid(ref.pid) == self.pgid for ref in self.snapshot())
 
     def signal(self, sig: int, targets: Iterable[ProcRef]) -> int:
-        """Signal the group (guarded) and each target individually; count the targets
-        that were signalled."""
+        """Signal the group while its leader is pinned (``leader_guard``: our unreaped
+        child), and each target individually through its verified pidfd; count the
+        targets that were signalled."""
         targets = list(targets)
         grouped = False
         if self.leader_guard is not None and self.leader_guard():
@@ -283,8 +290,6 @@ class Tree:
                 grouped = True
             except (ProcessLookupError, PermissionError, AttributeError):
                 pass
-        else:
-            grouped = signal_group(self.pgid, sig, [*self.snapshot(), *targets])
         count = 0
         for ref in targets:
             if grouped and _getpgid(ref.pid) == self.pgid:

@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import procs
+from . import parent, procs
 from .procs import MARKER_KEY
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ def _hang_up(proc: subprocess.Popen, timeout_s: float) -> bool:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return False
+    parent.disown(proc.pid)
     return True
 
 
@@ -85,9 +86,11 @@ class WatcherLink:
             args += ["--log", str(self._log_path)]
         env = {k: v for k, v in os.environ.items() if k != MARKER_KEY}
         try:
-            self._proc = subprocess.Popen(
-                args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                cwd=os.path.abspath(os.sep), env=env, close_fds=True, start_new_session=True)
+            with parent.spawning() as own:
+                self._proc = subprocess.Popen(
+                    args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    cwd=os.path.abspath(os.sep), env=env, close_fds=True, start_new_session=True)
+                own.add(self._proc.pid)
         except OSError as exc:
             log.warning("cannot start the reaper watcher (%s); launched games will not be reaped "
                         "if this process is killed", exc)
