@@ -16,7 +16,7 @@ from typing import Any
 
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
-from game_bridge_mcp.core.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, python_name
+from game_bridge_mcp.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, python_name
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from mcp_harness import connect, dump, run
 from peers.fakegame import FakeGame

@@ -17,7 +17,7 @@ from typing import Any
 from ..wire.images import ImageInfo, ImageProblem, inspect_image
 from ..jsonio import decode_json
 from ..wire.transport import HttpResponse, TransportError
-from .base import FAIL, PASS, WARN, CheckSession, is_int, show_value
+from .base import FAIL, PASS, WARN, CheckSession, show_value
 
 #: The limits asked for: one a game at any common size must scale down for, and a small one.
 ASKS = ((320, 240), (64, 64))

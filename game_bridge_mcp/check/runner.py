@@ -46,8 +46,6 @@ from .events import EventChecks
 from .features import FeatureChecks
 from .host import HostChecks
 from .images import ScreenshotChecks
-from .host import listening_addresses  # noqa: F401 (re-exported)
-from .protocol import FRAME_WATCH_S, SLOW_COMMAND_MS, SLOW_HEALTH_MS, UNKNOWN_PREFIX  # noqa: F401
 from .protocol import ProtocolChecks
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError, BridgeUsageError

@@ -22,9 +22,9 @@ from typing import Any, Sequence, TextIO
 
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config
-from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
+from ..errors import BridgeError, BridgeUsageError
 from ..core.screenshot import IMAGE_KEY, ImagePayload
-from ..core.tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS
+from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
@@ -192,5 +192,3 @@ def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> di
         if not keep:
             bridge.shutdown()
 
-
-EXIT_CODES = {e.__name__: e.exit_code for e in ERROR_TYPES}

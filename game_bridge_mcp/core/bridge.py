@@ -26,7 +26,7 @@ from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandRejected, GameOffline
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
-from .tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, ToolDef, check_arguments, python_name, tool_def
+from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, ToolDef, check_arguments, python_name, tool_def
 from ..wire.transport import Opener
 from .waiting import Condition, wait_for_state
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .composites import Composite
 from ..errors import BridgeUsageError
 from ..manifest.reader import Manifest, Toolset
-from .tools import BRIDGE_TOOLS
+from ..tools import BRIDGE_TOOLS
 
 NEXT_STEP = "describe_toolset {port, name} gives exact schemas; call_tool {port, name, arguments} runs a tool."
 FALLBACK_NOTE = ("This game publishes no command list (GET /tools). Send commands with call_tool name "

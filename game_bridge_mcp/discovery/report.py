@@ -40,7 +40,6 @@ from ..manifest.choose import ManifestFile
 from ..manifest.reader import fallback_manifest
 from .probe import (DEFAULT_HOST, DEFAULT_PROBE_TIMEOUT_MS, KnownInstances, Probe,
                     short_text, connect_sweep, probe_port)
-from .probe import CONNECT_BATCH, MIN_TOOLS_TIMEOUT_MS, SCREEN_LIMIT, STATE_SCREEN_MAX_BYTES  # noqa: F401
 from ..paths import registry_dir
 from ..registry import RegistryEntry, RegistryScan, pid_alive, prune_entry, read_registry
 from ..wire.transport import Opener, loopback_opener

@@ -39,7 +39,7 @@ from .capture import TailReader, open_log_file, prune_old_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from .instance import FAILURE_TAIL_LINES, STRAGGLER_GRACE_S, Instance, how_exited, signal_name  # noqa: F401 (re-exported)
+from .instance import Instance, how_exited, signal_name
 from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY

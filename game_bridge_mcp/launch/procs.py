@@ -64,9 +64,6 @@ class ProcRef:
     pid: int
     create_time: float
 
-    def to_json(self) -> list[float]:
-        return [self.pid, self.create_time]
-
 
 def ref_for(pid: int) -> ProcRef | None:
     """The identity of the process now holding ``pid`` (None if there is none)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import BridgeUsageError
+from ..tools import BRIDGE_TOOL_NAMES
 from .sanitise import (ARG_DESCRIPTION_LIMIT, DESCRIPTION_LIMIT, EXAMPLE_LIMIT, FOLDED_DEFAULT_LIMIT,
                        IDENTITY_LIMIT, NAME_LIMIT, kind_of, one_line, quote_name, sanitise_text)
 from .schema import (MAX_ARGS, MAX_DEFAULT_BYTES, MAX_ENUM, MAX_ITEMS_DEPTH, MAX_SCHEMA_BYTES,
@@ -39,8 +40,6 @@ log = logging.getLogger(__name__)
 MANIFEST_PROTOCOL = 1
 #: Toolset names the bridge answers itself in ``describe_toolset``.
 RESERVED_TOOLSETS = frozenset({"bridge", "passthrough"})
-#: The bridge toolset; a game tool of the same name is dropped rather than shadowing it.
-BRIDGE_TOOL_NAMES = frozenset({"get_state", "get_health", "raw_command", "wait_for", "close"})
 
 #: Limits against hostile or runaway manifests (argument and schema limits: :mod:`.schema`).
 MAX_TOOLSETS = 64
@@ -376,7 +375,9 @@ def _normalise(doc: Any, source: str, reserved_tools: frozenset[str]) -> Manifes
 def normalise_manifest(doc: Any, *, source: str = "game",
                        reserved_tools: frozenset[str] = BRIDGE_TOOL_NAMES) -> Manifest:
     """A :class:`Manifest` from a decoded manifest document. Never raises: what cannot be
-    used is dropped and the reason kept in ``dropped`` / ``problems``."""
+    used is dropped and the reason kept in ``dropped`` / ``problems``. A game tool named
+    like one of ``reserved_tools`` (by default the bridge toolset, from the tool table) is
+    dropped rather than shadowing it."""
     try:
         return _normalise(doc, source, frozenset(reserved_tools))
     except Exception as exc:  # belt and braces: one bad document never breaks the bridge
@@ -427,7 +428,7 @@ def load_manifest_file(path: str | Path) -> Manifest:
 
 __all__ = [
     # this module
-    "BRIDGE_TOOL_NAMES", "DEFAULT_PASSTHROUGH", "MANIFEST_PROTOCOL", "MAX_EXAMPLES",
+    "DEFAULT_PASSTHROUGH", "MANIFEST_PROTOCOL", "MAX_EXAMPLES",
     "MAX_FILE_BYTES", "MAX_PROBLEMS", "MAX_TOOLS", "MAX_TOOLSETS", "RESERVED_TOOLSETS",
     "DroppedTool", "Manifest", "Toolset", "ToolSpec",
     "fallback_manifest", "load_manifest_file", "normalise_manifest",

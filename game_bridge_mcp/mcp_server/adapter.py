@@ -21,7 +21,7 @@ import gc
 import inspect
 import json
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 # Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
 # the cyclic collector would run dozens of passes over them meanwhile, for nothing
@@ -40,11 +40,9 @@ finally:
 
 from .._version import __version__
 from ..core.bridge import Bridge
-from ..core.composites import Composite
 from ..core.screenshot import IMAGE_KEY, ImagePayload
-from ..config import Config
 from ..errors import BridgeError
-from ..core.tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, ToolDef
+from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, ToolDef
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -316,8 +314,3 @@ class BridgeServer:
                 tasks.start_soon(self.eager_loop)
             await self.server.run(read_stream, write_stream, self.initialization_options())
             tasks.cancel_scope.cancel()
-
-
-def build_server(config: Config, *, composites: Sequence[Composite] = (), bridge: Bridge | None = None) -> BridgeServer:
-    """The SDK server for a config (used by tests with the SDK's in-memory transport)."""
-    return BridgeServer(bridge or Bridge(config, composites=composites))

@@ -48,10 +48,6 @@ class Registration:
         if remove_at_exit:
             atexit.register(self._remove_at_exit)
 
-    @property
-    def removed(self) -> bool:
-        return self._removed
-
     def _remove_at_exit(self) -> None:
         if os.getpid() == self.pid:  # a forked child must not remove its parent's entry
             self.remove()

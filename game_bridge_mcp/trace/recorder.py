@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 from .._version import __version__
 from ..errors import BridgeError
-from .format import SESSION_TOOLS, answer_fields, error_fields, jsonable, utc_now
+from .format import answer_fields, error_fields, jsonable, utc_now
 from .identity import live_identity
 from .writer import TraceWriter, Warn
 
@@ -171,7 +171,3 @@ class Recorder:
         except OSError as exc:
             log.debug("could not copy screenshot %s: %s", file, exc)
         return out
-
-
-def is_session_tool(tool: str) -> bool:
-    return tool in SESSION_TOOLS

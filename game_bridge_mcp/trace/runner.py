@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import Config, check_port
 from ..core.bridge import Bridge
 from ..core.digest import summarise
-from ..core.tools import tool_def
+from ..tools import tool_def
 from ..errors import BridgeError, BridgeUsageError
 from .compare import IgnoreRules
 from .identity import compare_identity, live_identity

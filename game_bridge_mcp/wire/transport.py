@@ -24,7 +24,7 @@ import select
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Mapping, Protocol
 
 #: Default cap on a response body. A 10 MB /state must pass; an endless body must not.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -431,4 +431,3 @@ def _readable(sock: socket.socket) -> bool:
     return bool(poller.poll(0))
 
 
-OpenerFactory = Callable[[], Opener]

@@ -2,9 +2,10 @@
 that serves each one.
 
 One table, read by the MCP adapter (what is advertised), the ``call`` CLI (what can be
-run) and the Bridge (how arguments are checked, and which method to call: the method
-gets the checked arguments as keywords, spec names in Python spelling, see
-:func:`python_name`). Nothing here talks to a game. Tests check that every entry has a
+run), the manifest reader (game tools may not take a bridge tool's name) and the Bridge
+(how arguments are checked, and which method to call: the method gets the checked
+arguments as keywords, spec names in Python spelling, see :func:`python_name`). Pure
+data and argument checking, a shared leaf: nothing here talks to a game. Tests check that every entry has a
 method that takes exactly its arguments, and pin what a client sees (a snapshot).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import BridgeUsageError
+from .errors import BridgeUsageError
 
 _PORT = {"type": "integer", "minimum": 1, "maximum": 65535,
          "description": "The game instance's port. Optional: defaults to --port, then GAME_BRIDGE_PORT, then 7777."}
