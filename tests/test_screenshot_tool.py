@@ -289,3 +289,23 @@ def test_the_kits_demo_shows_its_board(demo: Any, shots: Path) -> None:
             assert again["changed"] is False  # a menu that does not move
 
     run(go)
+
+
+def test_pillow_scales_a_jpeg_as_a_jpeg(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    import pygame
+
+    from game_bridge_mcp.core.screenshot import scale_down
+    from game_bridge_mcp.wire.images import inspect_image
+
+    surface = pygame.Surface((400, 300))
+    surface.fill((30, 90, 200))
+    out = io.BytesIO()
+    pygame.image.save(surface, out, "x.jpg")
+    body = out.getvalue()
+    scaled = scale_down(body, inspect_image(body, "image/jpeg"), 100, 100)
+    assert scaled is not None
+    data, info = scaled
+    assert (info.format, info.width, info.height) == ("jpeg", 100, 75) and data.startswith(b"\xff\xd8\xff")
