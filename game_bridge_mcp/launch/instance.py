@@ -34,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from . import parent, procs
 from .capture import OutputCapture, TailReader
@@ -163,6 +163,31 @@ class Instance:
                    name=decl.name)
         inst.tree.leader_guard = inst.leader_unreaped
         return inst
+
+    # ------------------------------------------------------------------ its record
+    # The launcher changes this record only through these methods.
+    def wrapper_left_running(self) -> None:
+        """The launch command exited 0 and left the game running (a start script)."""
+        self.wrapper_exited = True
+
+    def mark_ready(self, *, name: Any, version: Any) -> None:
+        """The game answered ``/health``: keep what its manifest says it is (sane text only)
+        and which process holds the port."""
+        if isinstance(name, str) and name.strip():
+            self.name = name[:200]
+        if isinstance(version, (str, int, float)) and not isinstance(version, bool):
+            self.version = str(version)[:100]
+        self.game_pid = self.listener_pid() or self.leader.pid
+        self.ready = True
+
+    def stop_once(self, stop: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run ``stop`` unless a concurrent stop already ended this instance, whose result
+        is then returned; marks the instance stopping first (a boot in progress gives up)."""
+        self.stopping = True
+        with self.stop_lock:
+            if self.stop_result is None:
+                self.stop_result = stop()
+            return dict(self.stop_result)
 
     def info(self) -> dict[str, Any]:
         """What is known of this instance, as ``list_instances`` shows it."""

@@ -321,7 +321,7 @@ class Launcher:
                 # backgrounds it) is not a failure; any other exit during boot is. (An exit
                 # whose status was lost counts as a wrapper while its tree still runs.)
                 if code in (0, None) and inst.tree.live():
-                    inst.wrapper_exited = True
+                    inst.wrapper_left_running()
                     log.info("port %d: the launch command exited 0 but left processes running; "
                              "still waiting for /health", inst.port)
                 else:
@@ -355,15 +355,9 @@ class Launcher:
         except BridgeError:
             manifest = None
         game = manifest.get("game") if isinstance(manifest, dict) else None
-        if isinstance(game, dict):
-            if isinstance(game.get("name"), str) and game["name"].strip():
-                inst.name = game["name"][:200]
-            version = game.get("version")
-            if isinstance(version, (str, int, float)) and not isinstance(version, bool):
-                inst.version = str(version)[:100]
+        game = game if isinstance(game, dict) else {}
         self._note_descendants(inst)
-        inst.game_pid = inst.listener_pid() or inst.leader.pid
-        inst.ready = True
+        inst.mark_ready(name=game.get("name"), version=game.get("version"))
         return {"port": inst.port, "pid": inst.game_pid, "name": inst.name, "version": inst.version,
                 "cwd": str(inst.declaration.cwd), "readyInMs": ready_ms,
                 "logFile": str(inst.capture.log_path)}
@@ -397,10 +391,7 @@ class Launcher:
             log.exception("stopping the instance on port %d failed", inst.port)
 
     def _stop_instance(self, inst: Instance, *, grace_ms: int, term_s: float) -> dict:
-        inst.stopping = True
-        with inst.stop_lock:
-            if inst.stop_result is not None:  # a concurrent stop finished it
-                return dict(inst.stop_result)
+        def stop() -> dict[str, Any]:
             t0 = time.monotonic()
             how, survivors = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
             result: dict[str, Any] = {
@@ -415,17 +406,18 @@ class Launcher:
                 result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "
                                      "in the kernel); they hold no port lock any more.")
             self._forget(inst)
-            inst.stop_result = result
-            return dict(result)
+            return result
+
+        return inst.stop_once(stop)
 
     def _discard(self, inst: Instance, *, term_s: float) -> None:
         """End a tree without asking it to close (a failed or cancelled launch)."""
-        inst.stopping = True
-        with inst.stop_lock:
-            if inst.stop_result is None:
-                procs.reap_tree(inst.tree, term_s=term_s, kill_s=1.0)
-                self._forget(inst)
-                inst.stop_result = {"port": inst.port, "stopped": True, "how": "terminated"}
+        def discard() -> dict[str, Any]:
+            procs.reap_tree(inst.tree, term_s=term_s, kill_s=1.0)
+            self._forget(inst)
+            return {"port": inst.port, "stopped": True, "how": "terminated"}
+
+        inst.stop_once(discard)
 
     def _forget(self, inst: Instance) -> None:
         """Release everything held for an ended instance: the child's exit status, the
