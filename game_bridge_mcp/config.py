@@ -153,9 +153,10 @@ class OptionParser(argparse.ArgumentParser):
         raise OptionError(f"{message}. Run with --help to see the options.")
 
 
-def build_parser(prog: str = "game-bridge-mcp") -> argparse.ArgumentParser:
-    """The server's options. The ``call`` subcommand takes the same ones."""
-    p = OptionParser(prog=prog, add_help=False, description=(
+def build_parser(prog: str = "game-bridge-mcp", *, usage: str | None = None) -> argparse.ArgumentParser:
+    """The server's options. The ``call`` subcommand takes the same ones. ``usage``
+    replaces argparse's generated usage line (the CLI's one usage block)."""
+    p = OptionParser(prog=prog, usage=usage, add_help=False, description=(
         "An MCP server (stdio) that lets an agent launch, drive and read games that serve "
         "the game-bridge HTTP contract on localhost."))
     p.add_argument("-p", "--port", help="Default port for tools that do not name one (default 7777; env GAME_BRIDGE_PORT)")

@@ -159,3 +159,9 @@ class ScreenshotUnavailable(BridgeUsageError):
 #: Every error type, in the order the CLI documents them.
 ERROR_TYPES: tuple[type[BridgeError], ...] = (
     BridgeUsageError, GameOffline, NotAGameSurface, CommandTimeout)
+
+
+def exit_codes_text() -> str:
+    """The exit codes on one line, from the error types (help texts print this)."""
+    codes = ", ".join(f"{e.exit_code} {e.__name__}" for e in sorted(ERROR_TYPES, key=lambda e: e.exit_code))
+    return f"0 ok, 1 internal error, {codes}"

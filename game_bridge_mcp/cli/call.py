@@ -17,24 +17,26 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config
-from ..errors import BridgeError, BridgeUsageError
+from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
-from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS
+from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
-       game-bridge-mcp call --list
+       game-bridge-mcp call --list [--verbose]
+       game-bridge-mcp call TOOL --help [--port N]
 
 Runs TOOL once, in-process, and prints its result as JSON on stdout. TOOL is one of the
 seven tools or any tool call_tool can reach (bridge tools, composites, the game's tools);
 JSON is its arguments object. Errors go to stderr; the exit code says which:
-  0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline, 4 NotAGameSurface,
-  5 CommandTimeout.
+  """ + exit_codes_text() + """.
+TOOL --help describes one tool and its arguments (a game's tool: read from the game on --port).
 --keep lets launch_instance leave the game running after the command returns.
 --record FILE (or GAME_BRIDGE_RECORD) appends the call to a trace for game-bridge-mcp replay.
 --out FILE writes the image a tool returns (get_screenshot) to FILE.
@@ -106,14 +108,76 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str], bool, bool]:
     return positional, options, keep, listing
 
 
-def _list(out: TextIO) -> int:
-    out.write("Tools (game-bridge-mcp call TOOL [JSON]):\n")
-    for tool in TOOLS:
-        out.write(f"  {tool.name:18} {tool.title}\n")
-    out.write("Bridge toolset (run through call_tool; also callable directly here):\n")
-    for tool in BRIDGE_TOOLS:
-        out.write(f"  {tool.name:18} {tool.title}\n")
-    out.write("Any other name is run through call_tool on the game (its manifest, then passthrough).\n")
+def _purpose(description: str) -> str:
+    """A description's first sentence: what the tool is for, in one line."""
+    first = description.split(". ")[0].strip().rstrip(".")
+    if len(first) <= 96:
+        return first
+    cut = max(first.rfind(", ", 0, 96), first.rfind(": ", 0, 96))
+    return (first[:cut] if cut > 40 else first[:first.rfind(" ", 0, 93)]) + " ..."
+
+
+def _arguments(schema: Mapping[str, Any]) -> list[str]:
+    """One line per argument of a JSON Schema: name, type, required, range or choices, text."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    required = set(schema.get("required") or [])
+    lines = []
+    for name, spec in (props or {}).items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        kind = spec.get("type", "any")
+        facts = [kind if isinstance(kind, str) else "/".join(map(str, kind))]
+        if name in required:
+            facts.append("required")
+        if "minimum" in spec or "maximum" in spec:
+            facts.append(f"{spec.get('minimum', '')}..{spec.get('maximum', '')}")
+        if isinstance(spec.get("enum"), list):
+            facts.append("one of " + ", ".join(json.dumps(v) for v in spec["enum"][:20]))
+        text = str(spec.get("description") or "")
+        lines.append(f"    {name} ({'; '.join(facts)})" + (f": {text}" if text else ""))
+    return lines or ["    (no arguments)"]
+
+
+def _describe(out: TextIO, name: str, title: str, description: str, schema: Mapping[str, Any]) -> None:
+    out.write(f"{name}: {title}\n" if title else f"{name}\n")
+    out.write(textwrap.fill(description, width=88, initial_indent="  ", subsequent_indent="  ") + "\n")
+    out.write("  arguments:\n" + "\n".join(_arguments(schema)) + "\n")
+
+
+def _list(out: TextIO, *, verbose: bool) -> int:
+    for heading, tools in (("Tools (game-bridge-mcp call TOOL [JSON]):", TOOLS),
+                           ("Bridge toolset (run through call_tool; also callable directly here):", BRIDGE_TOOLS)):
+        out.write(heading + "\n")
+        for tool in tools:
+            if verbose:
+                _describe(out, tool.name, tool.title, tool.description, tool.input_schema)
+            else:
+                out.write(f"  {tool.name:18} {_purpose(tool.description)}\n")
+    out.write("Any other name is run through call_tool on the game (its manifest, then passthrough); "
+              "'call NAME --help --port N' describes a game's tool.\n")
+    return 0
+
+
+def _tool_help(out: TextIO, name: str, options: list[str], environ: dict[str, str] | None) -> int:
+    """``call TOOL --help``: the tool's full description and arguments. A name that is not
+    the bridge's is looked up in the game's manifest (on --port, or the default port)."""
+    tool = tool_def(name)
+    if tool is not None:
+        _describe(out, tool.name, tool.title, tool.description, tool.input_schema)
+        return 0
+    from ..core.bridge import Bridge
+
+    config = parse_cli([o for o in options if o not in ("-h", "--help")], environ, prog="game-bridge-mcp call").config
+    bridge = Bridge(config)
+    try:
+        port = config.default_port()
+        spec = bridge.manifest(port).find(name)
+    finally:
+        bridge.shutdown()
+    if spec is None:
+        raise BridgeUsageError(f"'{name}' is neither a bridge tool nor in the manifest of the game on port {port}. "
+                               "Run 'game-bridge-mcp call --list', or name the game's port with --port N.")
+    _describe(out, spec.name, f"a tool of the game on port {port}, toolset {spec.toolset}",
+              spec.description, spec.input_schema)
     return 0
 
 
@@ -127,11 +191,18 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         err.write(exc.render() + "\n")
         return exc.exit_code
     positional, options, keep, listing = _split(argv)
-    if "-h" in options or "--help" in options:
+    wants_help = "-h" in options or "--help" in options
+    if listing:
+        return _list(out, verbose="--verbose" in options or "-v" in options)
+    if wants_help and len(positional) == 1:
+        try:
+            return _tool_help(out, positional[0], options, environ)
+        except BridgeError as exc:
+            err.write(exc.render() + "\n")
+            return exc.exit_code
+    if wants_help:
         out.write(CALL_USAGE)
         return 0
-    if listing:
-        return _list(out)
     try:
         if not positional or len(positional) > 2:
             raise BridgeUsageError("call needs a tool name and at most one JSON object of arguments. "

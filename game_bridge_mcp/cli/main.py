@@ -1,8 +1,6 @@
 """The command line: serve over stdio (the default), ``call`` a tool once, ``check`` a
-game's conformance, or run the ``demo``.
-
-Exit codes (``call`` and usage errors): 0 success, 1 internal error, 2 BridgeUsageError
-(bad arguments or options), 3 GameOffline, 4 NotAGameSurface, 5 CommandTimeout.
+game's conformance, run the ``demo``, or ``replay`` a recording. Exit codes come from the
+error types (``errors.exit_codes_text``).
 """
 
 from __future__ import annotations
@@ -12,16 +10,16 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from .._version import __version__
-from ..config import configure_logging, parse_cli
+from ..config import build_parser, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
 from ..launch.parent import prepare_parent
-from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError
+from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
 log = logging.getLogger("game_bridge_mcp")
 
 SUBCOMMANDS = ("call", "check", "demo", "replay")
 USAGE = """\
-usage: game-bridge-mcp [options]                 serve MCP over stdio (the default)
+game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
        game-bridge-mcp call --list                list the tools call can run
        game-bridge-mcp check (--port N | --launch)  check a game against the contract
@@ -40,12 +38,14 @@ def _load_project(config: Any, err: TextIO) -> None:
 def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
     parsed = parse_cli(argv, environ)
     if parsed.help:
-        sys.stdout.write(USAGE + "\n" + parsed.help_text() + ENVIRONMENT_HELP)
+        sys.stdout.write(build_parser(usage=USAGE).format_help() + ENVIRONMENT_HELP)
         return 0
     if parsed.version:
         sys.stdout.write(f"game-bridge-mcp {__version__}\n")
         return 0
     _load_project(parsed.config, sys.stderr)
+    if sys.stdin.isatty():
+        sys.stderr.write(TERMINAL_HINT)
     try:
         from ..mcp_server.stdio import start_stdio_server
     except ModuleNotFoundError as exc:
@@ -68,10 +68,15 @@ environment:
   GAME_BRIDGE_INSTANCES     instance registry directory
   GAME_BRIDGE_HOME          parent of the registry directory (instances/) and port locks
   GAME_BRIDGE_LOG           log level on stderr (default WARNING)
+  GAME_BRIDGE_RECORD        append every tool call to this trace file (as --record)
+  GAME_BRIDGE_SCREENSHOTS   where get_screenshot keeps its copies
 
-exit codes: 0 ok, 1 internal error, 2 BridgeUsageError, 3 GameOffline,
-            4 NotAGameSurface, 5 CommandTimeout
-"""
+exit codes: """ + exit_codes_text() + "\n"
+
+#: Printed (on stderr) when the server is started by hand on a terminal.
+TERMINAL_HINT = ("game-bridge-mcp: this is an MCP server speaking JSON-RPC on stdin/stdout, now waiting "
+                 "for a client. Connect one (claude mcp add game-bridge -- game-bridge-mcp), or try "
+                 "'game-bridge-mcp demo' or 'game-bridge-mcp call --list'. Ctrl-C quits.\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,9 +105,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def exit_code_table() -> str:
-    rows = [f"  {e.exit_code}  {e.__name__}" for e in ERROR_TYPES]
-    return "\n".join(["  0  success", "  1  internal error", *rows])
-
-
-__all__ = ["main", "serve", "exit_code_table", "USAGE"]
+__all__ = ["main", "serve", "USAGE"]
