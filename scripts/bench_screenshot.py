@@ -30,14 +30,18 @@ import http.client
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The games' registry entries go here (a scratch directory made in main(), removed after).
+REGISTRY = ""
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -119,7 +123,7 @@ class Game:
 
     def __init__(self, label: str, argv: list[str], frame_hz: float) -> None:
         self.label, self.frame_hz = label, frame_hz
-        env = dict(os.environ, GAME_BRIDGE_INSTANCES=os.devnull + ".none")
+        env = dict(os.environ, GAME_BRIDGE_INSTANCES=REGISTRY)
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                      env=env, cwd=str(ROOT))
         line = self.proc.stdout.readline() if self.proc.stdout else ""
@@ -259,8 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"machine": f"{platform.python_implementation()} {platform.python_version()}, "
                                          f"{os.cpu_count()} CPUs"}
-    for name in args.only or list(SECTIONS):
-        report[name] = SECTIONS[name](args.quick)
+    global REGISTRY
+    REGISTRY = tempfile.mkdtemp(prefix="gb-shotbench-")
+    try:
+        for name in args.only or list(SECTIONS):
+            report[name] = SECTIONS[name](args.quick)
+    finally:
+        shutil.rmtree(REGISTRY, ignore_errors=True)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
