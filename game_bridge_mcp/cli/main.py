@@ -17,7 +17,7 @@ from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
 log = logging.getLogger("game_bridge_mcp")
 
-SUBCOMMANDS = ("call", "check", "demo", "replay")
+SUBCOMMANDS = ("call", "check", "demo", "replay", "pygame")
 USAGE = """\
 game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
@@ -25,6 +25,7 @@ game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp check (--port N | --launch)  check a game against the contract
        game-bridge-mcp demo [--init]              launch and play the bundled demo game
        game-bridge-mcp replay FILE (--port N | --launch)  replay a recorded session and compare
+       game-bridge-mcp pygame [--init] (-m MODULE | SCRIPT) [ARGS]  run a pygame game, drivable
 """
 
 
@@ -52,7 +53,7 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic"):
             raise BridgeUsageError(
                 f"Serving MCP needs the MCP SDK, which is not installed here ({exc}). Install it with "
-                "pip install 'mcp>=1.23,<3'. The call, check and demo commands work without it.") from None
+                "pip install 'mcp>=1.23,<3'. The call, check, demo and pygame commands work without it.") from None
         raise
 
     return start_stdio_server(parsed.config)
@@ -95,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if command == "replay":
                 from .replay import main as replay_main
                 return replay_main(rest)
+            if command == "pygame":
+                from .pygame import main as pygame_main
+                return pygame_main(rest)
             from .demo import main as demo_main
             return demo_main(rest)
         return serve(args)

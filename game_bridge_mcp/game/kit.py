@@ -185,7 +185,7 @@ class GameBridge:
         self._table.describe(name, description)
 
     def screenshot(self, capture: Capture | None = None, *,
-                   window: Callable[[], tuple[int, int]] | None = None,
+                   window: Callable[[], tuple[int, int] | None] | None = None,
                    wait_s: float = SCREENSHOT_WAIT_S) -> Any:
         """Serve ``/screenshot`` from ``capture`` (also a decorator, ``@bridge.screenshot``).
 

@@ -1,0 +1,231 @@
+"""The pygame wrapper on small games of our own, as real child processes: the clock's
+fixed step, input delivery and its errors, the state hook, exit codes, boot failures."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from game_bridge_mcp.game.pygame._runner import UsageError, declaration, parse
+from launch_helpers import (PYTHON, LauncherFactory, ProcessGuard, free_range, guard, launchers,  # noqa: F401
+                            wait_until)
+
+pytestmark = pytest.mark.timeout(90)
+GAMES = Path(__file__).resolve().parent / "peers" / "games"
+CLOCKED = GAMES / "pygame_clocked.py"
+
+
+class Wrapped:
+    def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
+        self.proc, self.port = proc, port
+
+    def get(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            conn.close()
+
+    def doc(self, path: str) -> Any:
+        return json.loads(self.get(path)[2])
+
+    def command(self, query: str, *, wait: bool = True) -> dict[str, Any]:
+        answer = self.doc("/command?" + query)
+        assert answer.get("accepted"), answer
+        if wait:
+            self.doc(f"/state?after={answer['commandId']}&waitMs=10000")
+        return answer
+
+    def outcome(self, command_id: int) -> dict[str, Any]:
+        state = self.doc(f"/state?after={command_id}&waitMs=10000")
+        return next(entry for entry in state["commandResults"] if entry["id"] == command_id)
+
+
+@contextmanager
+def wrapped(*args: str, env: dict[str, str] | None = None) -> Iterator[Wrapped]:
+    """``python -m game_bridge_mcp.game.pygame --port 0 ARGS``, its port read from the
+    wrapper's banner on stderr; reaped whatever happens."""
+    proc = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp.game.pygame", "--port", "0", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 30
+        port = None
+        assert proc.stderr is not None
+        while port is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stderr], [], [], 1)
+            if ready:
+                line = proc.stderr.readline()
+                assert line, "the wrapper ended before serving"
+                found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
+                if found:
+                    port = int(found.group(1))
+        assert port is not None, "the wrapper did not start serving"
+        yield Wrapped(proc, port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def game_env(tmp_path: Path, *, paused: bool = False) -> dict[str, str]:
+    env = dict(os.environ, GAME_BRIDGE_INSTANCES=str(tmp_path / "instances"))
+    if paused:
+        env["GAME_BRIDGE_START_PAUSED"] = "1"
+    return env
+
+
+def test_stepping_gives_the_game_exactly_one_fixed_step_per_frame(tmp_path: Path) -> None:
+    with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
+        start = game.doc("/state")
+        assert start["paused"] is True and start["simFrame"] == 1
+        assert start["pygame"]["caption"] == "Clocked Box"
+        assert start["game"]["frames"] == 1  # held at its first flip
+        # held: ten frames of the loop later, the game has not moved on
+        frame = start["frame"]
+        while game.doc("/health")["frame"] < frame + 10:
+            time.sleep(0.01)
+        assert game.doc("/state")["game"]["frames"] == 1
+        game.command("cmd=step&frames=12")
+        stepped = game.doc("/state")
+        assert stepped["simFrame"] == 13 and stepped["game"]["frames"] == 13
+        assert stepped["game"]["dts"][1:] == [20] * 12  # tick(50): a 20 ms step, however long we took
+        ticks = stepped["game"]["ticks"]
+        assert [b - a for a, b in zip(ticks[1:], ticks[2:])] == [20] * 11
+        game.command("cmd=resume")
+        later = game.doc(f"/state?after={game.command('cmd=noop')['commandId']}")
+        assert later["paused"] is False and later["simFrame"] > 13
+
+
+def test_input_is_delivered_and_errors_say_what_is_valid(tmp_path: Path) -> None:
+    with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
+        bad = game.command("cmd=key&key=nosuchkey", wait=False)
+        outcome = game.outcome(bad["commandId"])
+        assert outcome["ok"] is False and "unknown key name 'nosuchkey'" in outcome["error"]
+        assert "valid names: a-z, 0-9, f1-f15" in outcome["error"] and "left shift" in outcome["error"]
+        assert outcome["error"].endswith("^_`")  # the whole list fits the kit's error cap
+        outside = game.outcome(game.command("cmd=mouse&x=500&y=10", wait=False)["commandId"])
+        assert outside["ok"] is False and "outside the 160x120 window" in outside["error"]
+        long_text = game.outcome(game.command("cmd=text&text=" + "a" * 1001, wait=False)["commandId"])
+        assert long_text["ok"] is False and "at most 1000" in long_text["error"]
+        refused = game.doc("/command?cmd=mouse&x=1&y=1&button=7")
+        assert refused["accepted"] is False  # the manifest's enum is enforced at the door
+
+        # a press on a paused game waits for frames: it completes only after they are stepped
+        press = game.command("cmd=key&key=left&frames=3", wait=False)
+        time.sleep(0.2)
+        assert game.doc("/health")["completedCommandId"] < press["commandId"]
+        assert game.doc("/state")["pygame"]["keysDown"] == ["left"]
+        game.command("cmd=step&frames=4")
+        outcome = game.outcome(press["commandId"])
+        assert outcome["ok"] is True and outcome["result"] == {"key": "left", "action": "press", "frames": 3}
+        events = [e["m"] for e in game.doc("/events?since=0")["events"]]
+        assert events[-2:] == ["keydown:left", "keyup:left"]
+        assert game.doc("/state")["pygame"]["keysDown"] == []
+
+
+def test_close_posts_quit_and_the_games_exit_code_is_kept(tmp_path: Path) -> None:
+    with wrapped(str(CLOCKED), env=game_env(tmp_path)) as game:
+        game.doc("/command?cmd=close")
+        assert game.proc.wait(15) == 3
+
+
+def test_a_crash_prints_its_traceback_and_exits_1(tmp_path: Path) -> None:
+    done = subprocess.run([PYTHON, "-m", "game_bridge_mcp.game.pygame", str(CLOCKED), "--crash"],
+                          capture_output=True, text=True, timeout=60, env=game_env(tmp_path))
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "RuntimeError: the game crashed in its first frame" in done.stderr
+    assert "ended (exit code 1)" in done.stderr
+
+
+def test_usage_errors() -> None:
+    done = subprocess.run([PYTHON, "-m", "game_bridge_mcp.game.pygame", "no/such/game.py"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "no such script: no/such/game.py" in done.stderr
+    with pytest.raises(UsageError, match="name the game"):
+        parse(["--paused"])
+    with pytest.raises(UsageError, match="port number"):
+        parse(["--port", "x", "-m", "m"])
+    opts = parse(["--port", "7830", "--paused", "-m", "pygame.examples.aliens", "--not-ours", "-m", "x"])
+    assert (opts.port, opts.paused, opts.module, opts.args) == (7830, True, "pygame.examples.aliens",
+                                                               ["--not-ours", "-m", "x"])
+    argv = declaration(opts)["launch"]["argv"]
+    assert argv[1:] == ["-m", "game_bridge_mcp.game.pygame", "--port", "{port}", "-m", "pygame.examples.aliens",
+                        "--not-ours", "-m", "x"]
+
+
+def declare(directory: Path, script: Path, *args: str, timeout_ms: int = 20000) -> Path:
+    low, high = free_range(4)
+    doc = {"launch": {"argv": [PYTHON, "-m", "game_bridge_mcp.game.pygame", "--port", "{port}", str(script), *args],
+                      "portRange": f"{low}-{high}", "readyTimeoutMs": timeout_ms}}
+    path = directory / "gamebridge.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_game_broken_at_import_fails_the_launch_with_its_traceback(tmp_path: Path,
+                                                                      launchers: LauncherFactory) -> None:
+    from game_bridge_mcp.errors import BridgeError
+
+    launcher = launchers(declare(tmp_path, GAMES / "pygame_broken.py"))
+    with pytest.raises(BridgeError) as info:
+        launcher.launch()
+    assert "ZeroDivisionError: the game is broken at import" in str(info.value.render())
+
+
+def test_a_game_that_never_flips_is_reported_by_readiness(tmp_path: Path, launchers: LauncherFactory) -> None:
+    from game_bridge_mcp.errors import BridgeError
+
+    launcher = launchers(declare(tmp_path, GAMES / "pygame_noflip.py", timeout_ms=5000))
+    with pytest.raises(BridgeError) as info:
+        launcher.launch()
+    assert "has not flipped its display" in str(info.value.render())
+
+
+def test_a_wrapped_game_passes_the_conformance_check(tmp_path: Path) -> None:
+    """``game-bridge-mcp pygame --init`` then ``game-bridge-mcp check --launch``: every
+    advertised extension (results, after, view, events, screenshot, clock with a paused
+    start, input) as extensions.md writes it, on an unmodified game."""
+    init = subprocess.run([PYTHON, "-m", "game_bridge_mcp", "pygame", "--init", str(CLOCKED)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert init.returncode == 0, init.stderr
+    doc = json.loads((tmp_path / "gamebridge.json").read_text())
+    low, high = free_range(4)
+    doc["launch"]["portRange"] = f"{low}-{high}"
+    (tmp_path / "gamebridge.json").write_text(json.dumps(doc))
+    done = subprocess.run([PYTHON, "-m", "game_bridge_mcp", "check", "--launch",
+                           "--registry-dir", str(tmp_path / "instances")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=game_env(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "The game conforms." in done.stdout
+    for feature in ("input: key", "screenshot: GET /screenshot", "clock: step", "GAME_BRIDGE_START_PAUSED"):
+        assert any(line.startswith("PASS") and feature in line for line in done.stdout.splitlines()), feature
+
+
+def test_a_game_blocked_in_its_own_loop_keeps_answering_and_is_stopped(tmp_path: Path,
+                                                                     launchers: LauncherFactory) -> None:
+    launcher = launchers(declare(tmp_path, GAMES / "pygame_noflip.py", "--flip-once"))
+    port = launcher.launch()["port"]
+    game = Wrapped(subprocess.Popen(["true"]), port)  # only its HTTP helpers; the launcher owns the game
+    game.proc.wait(5)
+    assert wait_until(lambda: game.doc("/health")["frame"] >= 1, 10)
+    noop = game.doc("/command?cmd=noop")["commandId"]
+    held = game.doc(f"/state?after={noop}&waitMs=1000")  # answered within its wait, not applied
+    assert held["completedCommandId"] < noop and held["frame"] == 1
+    stopped = launcher.stop(port, grace_ms=500)
+    assert stopped["stopped"] is True and stopped["how"] in ("terminated", "killed")
