@@ -1,7 +1,31 @@
-"""The one shape of waiting: check, and until it succeeds or the deadline passes, sleep a
-little longer each time. Readiness after a launch, a port going quiet after ``close``, a
-process tree going away, and ``wait_for`` all wait this way; only the command
-confirmation does not (it sleeps until a predicted frame start: ``wire/client.py``).
+"""The one shape of waiting, and how a wait is cancelled.
+
+Waiting: check, and until it succeeds or the deadline passes, sleep a little longer each
+time. Readiness after a launch, a port going quiet after ``close``, a process tree going
+away, and ``wait_for`` all wait this way; only the command confirmation does not (it
+sleeps until a predicted frame start: ``wire/client.py``).
+
+Cancelling: a worker thread cannot be cancelled from outside. When an MCP client cancels
+a call (``notifications/cancelled``, what it sends when the user presses Esc), the SDK
+cancels the handler's task, but the thread doing the Bridge's work would poll, sleep and
+wait on until the call's own deadline. So the adapter gives each call a
+:class:`CancelToken` and sets it when the SDK cancels the request; the call's blocking
+work finds it with :func:`current_token` and stops within about :data:`CANCEL_LATENCY_S`:
+
+* :func:`sleep` (the default sleep of :func:`poll_until` and of ``GameClient``) ends
+  early and raises :class:`Cancelled`; :func:`poll_until` checks between its looks;
+* :func:`check_cancelled` raises :class:`Cancelled` in a loop of one's own;
+* :func:`on_cancel` registers something to do at once on cancellation (the transport
+  shuts down the socket of a request in flight, so even a request to a frozen game ends).
+
+Without a token (the ``call`` CLI, tests, the game kit) every function here behaves as
+plain ``time.sleep`` / does nothing. The token travels with the call in a context
+variable (:func:`cancel_scope`), so it reaches the code a worker thread runs without
+being passed through every signature; code that hands work to other threads passes it on.
+
+``Cancelled`` is a ``BaseException`` (like ``asyncio.CancelledError``): an ``except
+Exception`` in a composite or a retry loop does not swallow it, while ``finally`` and
+``except BaseException`` clean-up still runs.
 
 Pure standard library; the clock and the sleep are injectable, so a caller can wake
 early (a launched game's exit) and tests need no real time.
@@ -9,9 +33,12 @@ early (a launched game's exit) and tests need no real time.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+import threading
 import time
-from typing import Callable, TypeVar, Union
+from typing import Callable, Iterator, TypeVar, Union
 
 T = TypeVar("T")
 Seconds = Union[float, Callable[[], float]]
@@ -39,23 +66,157 @@ class Deadline:
         return self._clock() >= self.at
 
 
+#: The longest a cancelled call's waits go on (sleeps shorter than this are not
+#: interrupted, only checked before and after).
+CANCEL_LATENCY_S = 0.05
+
+
+class Cancelled(BaseException):
+    """The client cancelled the call this work belongs to: stop and unwind."""
+
+    def __init__(self, message: str = "The call was cancelled by the client.") -> None:
+        super().__init__(message)
+
+
+class CancelToken:
+    """Set once, by whoever owns the call; read by every wait in it. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        """Cancel: wake every wait and run every registered callback (once)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = list(self._callbacks.values()), {}
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # a callback that fails must not stop the others
+                pass
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep up to ``timeout_s``; True (at once) when cancelled meanwhile."""
+        return self._event.wait(max(0.0, timeout_s))
+
+    def add_callback(self, callback: Callable[[], None]) -> int | None:
+        """Run ``callback`` on cancellation; None (and not run) if already cancelled."""
+        with self._lock:
+            if self._event.is_set():
+                return None
+            self._next += 1
+            self._callbacks[self._next] = callback
+            return self._next
+
+    def remove_callback(self, handle: int | None) -> None:
+        if handle is not None:
+            with self._lock:
+                self._callbacks.pop(handle, None)
+
+
+_current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("game_bridge_cancel", default=None)
+
+
+def current_token() -> CancelToken | None:
+    """The token of the call this code runs for, if any."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken | None) -> Iterator[None]:
+    """Run the block as part of the call ``token`` belongs to."""
+    reset = _current.set(token)
+    try:
+        yield
+    finally:
+        _current.reset(reset)
+
+
+def cancel_requested() -> bool:
+    """True when the current call has been cancelled (without raising)."""
+    token = _current.get()
+    return token is not None and token.cancelled
+
+
+def check_cancelled() -> None:
+    """Raise :class:`Cancelled` when the current call has been cancelled."""
+    token = _current.get()
+    if token is not None and token.cancelled:
+        raise Cancelled()
+
+
+def sleep(seconds: float) -> None:
+    """``time.sleep`` that ends early, raising :class:`Cancelled`, when the call is
+    cancelled. Short sleeps (the sub-millisecond polls of a confirmation) stay plain
+    sleeps, checked before and after, so they cost what they cost before."""
+    token = _current.get()
+    if token is None:
+        if seconds > 0:
+            time.sleep(seconds)
+        return
+    if token.cancelled:
+        raise Cancelled()
+    if seconds <= CANCEL_LATENCY_S:
+        if seconds > 0:
+            time.sleep(seconds)
+    elif token.wait(seconds):
+        raise Cancelled()
+    if token.cancelled:
+        raise Cancelled()
+
+
+_cancellable_sleep = sleep  # poll_until's ``sleep`` argument hides the name
+
+
+@contextlib.contextmanager
+def on_cancel(callback: Callable[[], None]) -> Iterator[None]:
+    """Run ``callback`` at once if the call is cancelled while the block runs (from the
+    cancelling thread: it must be quick and thread-safe, e.g. shutting down a socket).
+    Raises :class:`Cancelled` on entry when the call is already cancelled."""
+    token = _current.get()
+    if token is None:
+        yield
+        return
+    handle = token.add_callback(callback)
+    if handle is None:
+        raise Cancelled()
+    try:
+        yield
+    finally:
+        token.remove_callback(handle)
+
+
 def poll_until(check: Callable[[], T | None], deadline: Deadline, *, first_s: float, max_s: Seconds,
-               growth: float = 1.5, sleep: Callable[[float], None] = time.sleep) -> T | None:
+               growth: float = 1.5, sleep: Callable[[float], None] | None = None) -> T | None:
     """Call ``check`` until it returns something other than None, and return that, or
     None once the deadline has passed. ``check`` runs at least once, and once more when a
     sleep reaches the deadline. Between calls, sleep ``first_s``, then ``growth`` times
     longer each time up to ``max_s`` (a number, or a callable asked each time), never
-    past the deadline. ``check`` may raise to end the wait."""
+    past the deadline. ``check`` may raise to end the wait. A cancelled call ends it
+    with :class:`Cancelled` (``sleep`` defaults to this module's cancellable :func:`sleep`;
+    a sleep of one's own should not outlast :data:`CANCEL_LATENCY_S` by much)."""
+    pause = sleep or _cancellable_sleep
     interval = first_s
     while True:
+        check_cancelled()
         result = check()
         if result is not None:
             return result
         if deadline.expired:
             return None
         cap = max_s() if callable(max_s) else max_s
-        sleep(min(interval, cap, deadline.remaining_s()))
+        pause(min(interval, cap, deadline.remaining_s()))
         interval = min(interval * growth, cap)
 
 
-__all__ = ["Deadline", "poll_until"]
+__all__ = ["CANCEL_LATENCY_S", "CancelToken", "Cancelled", "Deadline", "cancel_requested", "cancel_scope",
+           "check_cancelled", "current_token", "on_cancel", "poll_until", "sleep"]

@@ -61,3 +61,45 @@ def run(fn: Callable[[], Any]) -> Any:
 def dump(model: Any) -> Any:
     """An SDK model as its wire JSON (camelCase on both majors)."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class CallInFlight:
+    """One ``tools/call`` running in a task, which :meth:`cancel` cancels the way a client
+    does when its user presses Esc: the caller stops waiting and the server is sent
+    ``notifications/cancelled`` for the request (2.x's client sends it itself when the
+    waiting task is cancelled; 1.x's does not, so it is sent here by hand)."""
+
+    def __init__(self, client: Any, scope: anyio.CancelScope, request_id: Any) -> None:
+        self.client = client
+        self.scope = scope
+        self.request_id = request_id
+        self.result: Any = None
+        self.done = anyio.Event()
+
+    async def cancel(self) -> None:
+        self.scope.cancel()
+        if not _SDK2:
+            import mcp.types as types
+
+            await self.client.send_notification(types.ClientNotification(types.CancelledNotification(
+                params=types.CancelledNotificationParams(requestId=self.request_id, reason="test"))))
+
+
+async def start_call(client: Any, tasks: Any, name: str, arguments: dict[str, Any]) -> CallInFlight:
+    """Start ``tools/call name`` in the task group ``tasks``; return once it is sent."""
+    scope = anyio.CancelScope()
+    request_id = None if _SDK2 else client._request_id  # 1.x numbers requests in order
+    call = CallInFlight(client, scope, request_id)
+
+    async def run() -> None:
+        with scope:
+            call.result = await client.call_tool(name, arguments)
+        call.done.set()
+
+    tasks.start_soon(run)
+    if not _SDK2:
+        while client._request_id == request_id:  # the request has its id (it is being sent)
+            await anyio.sleep(0.001)
+    else:
+        await anyio.sleep(0.01)
+    return call

@@ -9,10 +9,10 @@ discovery. ``only`` names the games it suits (matched against the manifest's
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from .. import polling
 from ..errors import BridgeUsageError
 from ..manifest.reader import Manifest
 from ..wire.client import GameClient
@@ -86,7 +86,8 @@ class CompositeContext:
         return summarise(state)
 
     def sleep(self, ms: float) -> None:
-        time.sleep(max(0.0, float(ms)) / 1000.0)
+        """Sleep ``ms`` milliseconds (ended early when the client cancels the call)."""
+        polling.sleep(max(0.0, float(ms)) / 1000.0)
 
 
 def check_composites(composites: Sequence[Composite], reserved: frozenset[str]) -> tuple[Composite, ...]:

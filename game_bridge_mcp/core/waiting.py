@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import polling
 from .digest import all_events, get_path, json_equal
 from ..errors import BridgeUsageError, GameOffline
 
@@ -78,7 +79,7 @@ def wait_for_state(poll: Callable[[int | None], dict[str, Any]], condition: Cond
         if matched or now >= deadline:
             break
         interval = min(interval * 1.5, max(0.025, 2 * poll_cost_s()))
-        time.sleep(min(interval, max(0.0, deadline - now)))
+        polling.sleep(min(interval, max(0.0, deadline - now)))
     result: dict[str, Any] = {"tool": "wait_for", "matched": matched}
     if condition.event is not None:
         result["event"] = condition.event

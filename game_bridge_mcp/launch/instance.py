@@ -40,7 +40,7 @@ from . import parent, procs
 from .capture import OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
-from ..polling import Deadline, poll_until
+from ..polling import Cancelled, Deadline, cancel_requested, poll_until
 from .portlock import PortLock
 from .procs import ProcRef, Tree
 from .declaration import LaunchDeclaration
@@ -300,30 +300,39 @@ class Instance:
         Returns how it ended and the processes that survived SIGKILL."""
         if not self.tree.live():
             return "already exited", []
+        try:
+            self._ask_to_close(opener, grace_ms)
+        except Cancelled:
+            pass  # the client stopped waiting: skip the rest of the grace, end the tree at once
+        how, survivors = procs.reap_tree(self.tree, term_s=0.0 if cancel_requested() else term_s, kill_s=1.0)
+        return how or "closed cleanly", survivors
+
+    def _ask_to_close(self, opener: Opener | None, grace_ms: int) -> None:
+        """Send ``close`` and wait up to ``grace_ms`` for the port to go quiet and the
+        tree to exit (or only stragglers to be left for a while). A cancelled call cuts
+        it short with ``Cancelled``."""
         client = GameClient(self.port, opener=opener, timeout_ms=max(100, min(grace_ms, 1000)))
         deadline = Deadline(grace_ms / 1000.0)
-        if not client.port_is_quiet(timeout_ms=200):
-            try:
-                client.command("close", timeout_ms=max(100, min(grace_ms, 1000)))
-            except BridgeError as exc:  # a game dropping the connection while closing is closing
-                log.debug("close on port %d: %s", self.port, exc)
-            quiet_since: float | None = None
+        if client.port_is_quiet(timeout_ms=200):
+            return
+        try:
+            client.command("close", timeout_ms=max(100, min(grace_ms, 1000)))
+        except BridgeError as exc:  # a game dropping the connection while closing is closing
+            log.debug("close on port %d: %s", self.port, exc)
+        quiet_since: float | None = None
 
-            def closed() -> bool | None:
-                """The port is quiet and the tree gone (or only stragglers left for a while)."""
-                nonlocal quiet_since
-                quiet = client.port_is_quiet(timeout_ms=100)
-                if quiet and not self.tree.live(marker_scan=False):
+        def closed() -> bool | None:
+            nonlocal quiet_since
+            quiet = client.port_is_quiet(timeout_ms=100)
+            if quiet and not self.tree.live(marker_scan=False):
+                return True
+            if quiet and self.leader_exited():
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since >= STRAGGLER_GRACE_S:
                     return True
-                if quiet and self.leader_exited():
-                    quiet_since = quiet_since or time.monotonic()
-                    if time.monotonic() - quiet_since >= STRAGGLER_GRACE_S:
-                        return True
-                return None
+            return None
 
-            poll_until(closed, deadline, first_s=0.01, max_s=0.1, sleep=self.wait_leader)
-        how, survivors = procs.reap_tree(self.tree, term_s=term_s, kill_s=1.0)
-        return how or "closed cleanly", survivors
+        poll_until(closed, deadline, first_s=0.01, max_s=0.1, sleep=self.wait_leader)
 
     def boot_failure(self, what: str, *, exit_code: int | None = None,
                      timed_out: bool = False) -> BridgeUsageError:

@@ -38,6 +38,7 @@ finally:
     if _gc_was_enabled:
         gc.enable()
 
+from .. import polling
 from .._version import __version__
 from ..core.bridge import Bridge
 from ..core.screenshot import IMAGE_KEY, ImagePayload
@@ -51,6 +52,8 @@ _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
 STRUCTURED_LIMIT = 256 * 1024
 STRUCTURED_DEPTH = 64
 EAGER_PREFIX = "p"
+#: Worker threads at once (calls, and --eager's refreshes); a call counts until its work ended.
+MAX_CALLS = 64
 #: How often --eager re-reads manifests and looks for new instances.
 EAGER_REFRESH_S = 2.0
 
@@ -131,7 +134,9 @@ class BridgeServer:
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
         self.eager = bridge.config.eager
-        self._limiter = anyio.CapacityLimiter(64)
+        self._limiter = anyio.CapacityLimiter(MAX_CALLS)
+        #: Calls whose work is still running (a cancelled one counts until its thread ends).
+        self.calls_in_flight = 0
         self._session: Any = None
         self._token: Any = None
         self._eager_tools: dict[str, tuple[int, str]] = {}
@@ -266,12 +271,51 @@ class BridgeServer:
                     log.debug("progress notification failed", exc_info=True)
 
         try:
-            value = await anyio.to_thread.run_sync(
-                functools.partial(self.dispatch, name, arguments or {}, progress),
-                limiter=self._limiter, abandon_on_cancel=True)
+            value = await self.in_worker(functools.partial(self.dispatch, name, arguments or {}, progress))
             return result_of(value)
         except Exception as exc:  # every failure becomes a result; the server keeps serving
             return error_result(exc)
+
+    async def in_worker(self, work: Callable[[], Any]) -> Any:
+        """Run a call's blocking ``work`` in a worker thread, cancellably.
+
+        When the SDK cancels the request (the client sent ``notifications/cancelled``,
+        or the session is ending), the call's :class:`~game_bridge_mcp.polling.CancelToken`
+        is set, which ends the work's waits, polls and sleeps within about 100 ms, and
+        this waits for the thread to finish before letting the cancellation through: a
+        call holds its place under the cap (``MAX_CALLS``) until its work has really
+        ended, so cancelled calls cannot pile up threads."""
+        token = polling.CancelToken()
+        outcome: dict[str, Any] = {}
+        finished = anyio.Event()
+
+        def run() -> Any:
+            with polling.cancel_scope(token):
+                return work()
+
+        async def runner() -> None:
+            try:  # never abandoned: the thread holds its limiter token until it returns
+                outcome["value"] = await anyio.to_thread.run_sync(run, limiter=self._limiter)
+            except BaseException as exc:  # handed to the waiting task, not to the task group
+                outcome["error"] = exc
+            finally:
+                self.calls_in_flight -= 1
+                finished.set()
+
+        self.calls_in_flight += 1
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(runner)
+            try:
+                await finished.wait()
+            except anyio.get_cancelled_exc_class():
+                token.cancel()  # the task group now waits for the thread, which ends promptly
+                raise
+        error = outcome.get("error")
+        if error is not None:
+            if isinstance(error, polling.Cancelled):  # only after our own cancel; not a result
+                raise RuntimeError("a call was cancelled without its request being cancelled")
+            raise error
+        return outcome.get("value")
 
     # ------------------------------------------------------------------ SDK glue
     async def _list_tools_v1(self) -> list[types.Tool]:

@@ -40,6 +40,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator, Mapping
 
+from .. import polling
 from ..config import port_number
 from ..jsonio import as_int, decode_json
 from ..polling import Deadline, poll_until
@@ -96,7 +97,7 @@ class GameClient:
     def __init__(self, port: int, *, host: str = "127.0.0.1", timeout_ms: int = 5000,
                  opener: Opener | None = None, launch_hint: str | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = polling.sleep) -> None:
         try:
             loopback = ipaddress.ip_address(host).is_loopback
         except ValueError:

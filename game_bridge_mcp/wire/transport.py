@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
+from .. import polling
+
 #: Default cap on a response body. A 10 MB /state must pass; an endless body must not.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 #: Cap on a /health answer, which is meant to be tiny.
@@ -326,13 +328,36 @@ class _Exchange:
         return HttpResponse(head.status, body, headers)
 
 
+def _abort(sock: socket.socket) -> None:
+    """End a request in flight from another thread (its call was cancelled): the
+    blocked read returns at once."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _exchange(exchange: "_Exchange", sock: socket.socket, host: str, port: int, path: str, deadline: float,
+              timeout: float, max_bytes: int, *, keep_alive: bool) -> HttpResponse:
+    """One exchange that a cancellation of its call ends at once (see ``polling.py``):
+    the socket is shut down and the request raises ``Cancelled``, not a transport error
+    that would read as the game's fault."""
+    with polling.on_cancel(lambda: _abort(sock)):
+        try:
+            return exchange.run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=keep_alive)
+        except TransportError:
+            polling.check_cancelled()
+            raise
+
+
 def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES) -> HttpResponse:
     """GET ``url`` with one deadline for the whole request and a cap on the body."""
     host, port, path = _split_url(url)
     deadline = time.monotonic() + timeout
+    polling.check_cancelled()
     sock = _connect(host, port, timeout)
     try:
-        return _Exchange().run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False)
+        return _exchange(_Exchange(), sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False)
     finally:
         sock.close()
 
@@ -364,13 +389,16 @@ class KeepAliveSession:
     def __call__(self, url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES) -> HttpResponse:
         host, port, path = _split_url(url)
         deadline = time.monotonic() + timeout
+        polling.check_cancelled()
         sock = self._take(host, port)
         if sock is not None:
             exchange = _Exchange()
             try:
-                response = exchange.run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
-            except TransportError as exc:
+                response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
+            except BaseException as exc:
                 sock.close()
+                if not isinstance(exc, TransportError):
+                    raise
                 retry = (exc.kind in ("reset", "malformed") and not exchange.answered
                          and not path.startswith("/command"))
                 if not retry:
@@ -382,7 +410,7 @@ class KeepAliveSession:
         sock = _connect(host, port, max(deadline - time.monotonic(), 0.001))
         exchange = _Exchange()
         try:
-            response = exchange.run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
+            response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
         except BaseException:
             sock.close()
             raise
