@@ -2,12 +2,13 @@
 pygame wrapper, launched and driven by the bridge over MCP (the real client on the SDK's
 in-memory transport), from a gamebridge.json written by ``pygame --init``.
 
-What is checked is what an agent would see: screenshots of real frames that change when
-input changes the game, a key press that moves the player, a paused game that holds
-still and advances exactly N frames, and a clean close."""
+What is checked is what an agent would see (``get_screenshot`` over MCP): pictures of
+real frames that change when input changes the game, a key press that moves the player,
+a paused game that holds still and advances exactly N frames, and a clean close."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import subprocess
@@ -22,7 +23,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from launch_helpers import PYTHON, ProcessGuard, free_range, guard, wait_until  # noqa: F401
-from mcp_harness import connect, data
+from mcp_harness import connect, data, is_error, text
 from png_helpers import read_png
 
 pytestmark = pytest.mark.timeout(120)
@@ -47,18 +48,16 @@ def init_declaration(directory: Path, *target: str, paused: bool) -> Path:
 
 
 class Shot:
-    def __init__(self, port: int, max_side: int = 2000) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-        try:
-            conn.request("GET", f"/screenshot?maxWidth={max_side}&maxHeight={max_side}")
-            response = conn.getresponse()
-            body = response.read()
-            assert response.status == 200, body[:300]
-            self.frame = int(response.getheader("X-Game-Frame") or -1)
-            self.window = response.getheader("X-Game-Window")
-        finally:
-            conn.close()
-        self.width, self.height, _colour, _depth, self.pixels = read_png(body)
+    """A picture of the game as ``get_screenshot`` gives it over MCP: the text block's
+    fields and the image block, decoded."""
+
+    def __init__(self, block: dict[str, Any], png: bytes) -> None:
+        self.block = block
+        self.frame = int(block["frame"])
+        window = block.get("window") or {}
+        self.window = f"{window.get('width')}x{window.get('height')}" if window else None
+        self.width, self.height, _colour, _depth, self.pixels = read_png(png)
+        assert (self.width, self.height) == (block["width"], block["height"])
 
     def pixel(self, x: int, y: int) -> tuple[int, int, int]:
         offset = (y * self.width + x) * 3
@@ -66,6 +65,15 @@ class Shot:
 
     def changed_columns(self, other: "Shot", rows: range) -> list[int]:
         return [x for x in range(self.width) if any(self.pixel(x, y) != other.pixel(x, y) for y in rows)]
+
+
+def health(port: int) -> dict[str, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    try:
+        conn.request("GET", "/health")
+        return json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
 
 
 def send(port: int, query: str) -> dict[str, Any]:
@@ -84,7 +92,8 @@ def send(port: int, query: str) -> dict[str, Any]:
 def play(tmp_path: Path, guard: ProcessGuard, declaration: Path,
          script: Callable[[Any, int], Awaitable[None]]) -> None:
     """Launch the declared game over MCP, run ``script(client, port)``, stop it."""
-    config = Config(environ=guard.env, registry_dir=tmp_path / "home" / "instances", scan_range=(1,),
+    config = Config(environ=dict(guard.env, GAME_BRIDGE_SCREENSHOTS=str(tmp_path / "shots")),
+                    registry_dir=tmp_path / "home" / "instances", scan_range=(1,),
                     declaration=load_declaration(declaration))
     bridge = Bridge(config)
 
@@ -102,6 +111,15 @@ def play(tmp_path: Path, guard: ProcessGuard, declaration: Path,
         bridge.shutdown()
 
 
+async def look(client: Any, port: int, side: int = 1568) -> Shot:
+    result = await client.call_tool("call_tool", {"port": port, "name": "get_screenshot",
+                                                   "arguments": {"maxWidth": side, "maxHeight": side}})
+    assert not is_error(result), text(result)
+    image = result.content[1]
+    assert image.type == "image"
+    return Shot(json.loads(text(result)), base64.b64decode(image.data))
+
+
 async def call(client: Any, port: int, name: str, arguments: dict[str, Any] | None = None) -> Any:
     return data(await client.call_tool("call_tool", {"port": port, "name": name, "arguments": arguments or {}}))
 
@@ -115,20 +133,22 @@ def test_aliens_holds_still_while_paused_steps_exactly_and_its_tank_moves_on_a_k
     async def script(client: Any, port: int) -> None:
         first = await state(client, port)
         assert first["paused"] is True and first["pygame"]["caption"] == "Pygame Aliens"
-        held = Shot(port)
+        held = await look(client, port)
         assert (held.width, held.height, held.window) == (640, 480, "640x480")
-        wait_until(lambda: Shot(port).frame > held.frame + 5, 10)
-        later = Shot(port)
-        assert later.frame > held.frame and later.pixels == held.pixels  # paused: the picture holds
+        wait_until(lambda: health(port)["frame"] > held.frame + 5, 10)
+        later = await look(client, port)
+        assert later.frame > held.frame  # the loop turns, serving...
+        assert later.block["changed"] is False and later.pixels == held.pixels  # ...but the picture holds
 
         before = (await state(client, port))["simFrame"]
         await call(client, port, "step", {"frames": 7})
         assert (await state(client, port))["simFrame"] == before + 7
 
-        start = Shot(port)
+        start = await look(client, port)
         send(port, "cmd=key&key=right&action=press&frames=15")  # held for 15 frames, then released
         await call(client, port, "step", {"frames": 16})
-        moved = Shot(port)
+        moved = await look(client, port)
+        assert moved.block["changed"] is True
         ground = range(400, 470)  # the tank's band, below where bombs can reach in 16 frames
         columns = start.changed_columns(moved, ground)
         assert columns and min(columns) > 250 and max(columns) > 420, columns[:5]  # it drove right
@@ -145,13 +165,13 @@ def ball_pixels(shot: Shot, xs: range, ys: range) -> int:
 
 def test_go_over_there_follows_a_click_with_its_clock_in_fixed_steps(tmp_path: Path, guard: ProcessGuard) -> None:
     async def script(client: Any, port: int) -> None:
-        start = Shot(port)
+        start = await look(client, port)
         assert start.window == "1000x600"
         corner = (range(0, 200, 2), range(0, 200, 2))
         assert ball_pixels(start, *corner) > 50
         send(port, "cmd=mouse&x=900&y=500")  # a click: down in one frame, up (the game reads it) in the next
         await call(client, port, "step", {"frames": 62})
-        gathered = Shot(port)
+        gathered = await look(client, port)
         assert ball_pixels(gathered, *corner) < ball_pixels(start, *corner) // 5  # they left the corner
         assert gathered.pixel(900, 500) == (118, 207, 145)                        # for the click
         everywhere = (range(0, 1000, 4), range(0, 600, 4))
@@ -167,10 +187,10 @@ def text_pixels(shot: Shot) -> int:
 
 def test_textinput_types_what_call_tool_sends(tmp_path: Path, guard: ProcessGuard) -> None:
     async def script(client: Any, port: int) -> None:
-        before = Shot(port)
+        before = await look(client, port)
         answer = await call(client, port, "text", {"text": "hello from the bridge"})
         assert answer["applied"] is True and answer["confirmation"] == "completedCommandId"
-        typed = Shot(port)
+        typed = await look(client, port)
         assert typed.frame > before.frame
         assert text_pixels(typed) > text_pixels(before) + 200  # the words are drawn
         await call(client, port, "key", {"key": "backspace", "frames": 2})
