@@ -9,7 +9,8 @@ turn them into results and exit codes.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Mapping
 
 
 class BridgeError(Exception):
@@ -156,9 +157,41 @@ class ScreenshotUnavailable(BridgeUsageError):
         return "BridgeUsageError"
 
 
+class CommandFailed(BridgeError):
+    """The game applied a command and reported that it failed: its ``commandResults``
+    entry (extensions.md ``results``) says ``ok: false``. ``reason`` is the game's text,
+    already sanitised and capped by the caller; ``after`` the state digest after the
+    command, which the rendering carries too (an agent reads the text)."""
+
+    exit_code = 6
+
+    def __init__(self, port: int, tool: str, reason: str, *, command: str | None = None,
+                 command_id: int | None = None, after: Mapping[str, Any] | None = None) -> None:
+        reason = reason.strip() or "it gave no reason"
+        end = "" if reason.endswith((".", "!", "?")) else "."
+        fields: dict[str, Any] = {"port": port, "tool": tool}
+        if command is not None and command != tool:
+            fields["command"] = command
+        if command_id is not None:
+            fields["commandId"] = command_id
+        fields["reason"] = reason
+        if after is not None:
+            fields["after"] = dict(after)
+        super().__init__(f"'{tool}' was applied on port {port}, but the game refused it: {reason}{end}", **fields)
+        self.port = port
+        self.reason = reason
+        self.after = dict(after) if after is not None else None
+
+    def render(self) -> str:
+        text = super().render()
+        if self.after:
+            text += "\nState after it: " + json.dumps(self.after, ensure_ascii=False, separators=(",", ":"), default=str)
+        return text
+
+
 #: Every error type, in the order the CLI documents them.
 ERROR_TYPES: tuple[type[BridgeError], ...] = (
-    BridgeUsageError, GameOffline, NotAGameSurface, CommandTimeout)
+    BridgeUsageError, GameOffline, NotAGameSurface, CommandTimeout, CommandFailed)
 
 
 def exit_codes_text() -> str:

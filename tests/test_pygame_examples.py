@@ -193,8 +193,12 @@ def test_textinput_types_what_call_tool_sends(tmp_path: Path, guard: ProcessGuar
         typed = await look(client, port)
         assert typed.frame > before.frame
         assert text_pixels(typed) > text_pixels(before) + 200  # the words are drawn
-        await call(client, port, "key", {"key": "backspace", "frames": 2})
-        await call(client, port, "key", {"key": "no such key"})
+        answer = await call(client, port, "key", {"key": "backspace", "frames": 2})
+        assert answer["result"]["key"] == "backspace"
+        # a refusal the game reports in commandResults is CommandFailed, with its reason
+        refused = await client.call_tool("call_tool", {"port": port, "name": "key", "arguments": {"key": "no such key"}})
+        assert is_error(refused) and text(refused).startswith(f"CommandFailed: 'key' was applied on port {port}")
+        assert "unknown key name 'no such key'" in text(refused)
         results = (await state(client, port))["commandResults"]
         assert results[-2]["ok"] is True and results[-2]["result"]["key"] == "backspace"
         assert results[-1]["ok"] is False and "unknown key name 'no such key'" in results[-1]["error"]

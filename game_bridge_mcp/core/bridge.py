@@ -22,8 +22,10 @@ from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import listing
 from .digest import summarise
+from .outcome import command_outcome
 from .screenshot import Screenshots
-from ..errors import BridgeError, BridgeUsageError, CommandRejected, GameOffline
+from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline
+from ..jsonio import as_int
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
 from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, ToolDef, check_arguments, python_name, tool_def
@@ -328,6 +330,14 @@ class Bridge:
             digest = summarise(state)
             for key in ("completedCommandId", "simFrame", "paused"):
                 digest.pop(key, None)
+            done = command_outcome(state, as_int(outcome.get("commandId")))
+            if done.ok is False:
+                raise CommandFailed(port, tool or command, done.reason or "", command=command,
+                                    command_id=as_int(outcome.get("commandId")), after=digest)
+            if done.has_result:
+                result["result"] = done.result
+            if done.note:
+                result["resultNote"] = done.note
             result.update(digest)
             if include_state:
                 result["state"] = state

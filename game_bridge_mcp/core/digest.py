@@ -10,10 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..manifest.sanitise import sanitise_text
+
 MAX_EVENTS = 10
 MAX_STRING = 300
 MAX_FIELDS = 64
 MAX_LABELS = 50
+#: ``ui.text``, the text picture of the screen (extensions.md: at most about 4000).
+MAX_UI_TEXT = 4000
+#: A value the game supplies for the agent to read (a command's ``result``, an event's
+#: fields): containers are cut at this depth and this many entries, then the whole at
+#: the caller's budget of characters.
+MAX_VALUE_DEPTH = 8
+MAX_VALUE_ITEMS = 50
 _SCALARS = (str, int, float, bool, type(None))
 _MISSING = object()
 
@@ -88,6 +97,59 @@ def summarise(state: Any) -> dict[str, Any]:
         out["game"] = scalars
     out["events"] = recent_events(state)
     return out
+
+
+def screen_text(state: Mapping[str, Any]) -> str | None:
+    """``ui.text`` made safe to show and capped (None when the game has none)."""
+    ui = state.get("ui")
+    raw = ui.get("text") if isinstance(ui, Mapping) else None
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return sanitise_text(raw, MAX_UI_TEXT) or None
+
+
+def _bounded_copy(value: Any, depth: int, cut: list[bool]) -> Any:
+    if isinstance(value, str):
+        short = _short(value)
+        if short is not value:
+            cut[0] = True
+        return short
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if depth >= MAX_VALUE_DEPTH:
+        cut[0] = True
+        return "…"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if index >= MAX_VALUE_ITEMS:
+                out["…"] = f"{len(value) - MAX_VALUE_ITEMS} more"
+                cut[0] = True
+                break
+            out[_short(str(key))] = _bounded_copy(item, depth + 1, cut)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [_bounded_copy(item, depth + 1, cut) for item in value[:MAX_VALUE_ITEMS]]
+        if len(value) > MAX_VALUE_ITEMS:
+            items.append(f"… {len(value) - MAX_VALUE_ITEMS} more")
+            cut[0] = True
+        return items
+    cut[0] = True
+    return _short(str(value))
+
+
+def bounded(value: Any, budget: int) -> tuple[Any, bool]:
+    """A value the game supplied, made fit to show the agent: strings shortened, containers
+    cut in depth and count, and if its JSON is still over ``budget`` characters, that JSON
+    cut to ``budget`` as a string. Returns the value and whether anything was cut."""
+    cut = [False]
+    copy = _bounded_copy(value, 0, cut)
+    text = json.dumps(copy, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= budget:
+        return copy, cut[0]
+    return text[: max(1, budget - 1)] + "…", True
 
 
 def get_path(document: Any, path: str) -> tuple[bool, Any]:

@@ -86,6 +86,22 @@ def _format_arg(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: At most this many feature names are kept, each at most this long.
+MAX_FEATURES = 64
+MAX_FEATURE_NAME = 64
+
+
+def read_features(health: Mapping[str, Any]) -> frozenset[str]:
+    """``/health`` ``features`` as a set of names: a list of strings (other entries, and a
+    value that is not a list, are ignored; a missing list means none). The one reader of
+    ``features``; unknown names are kept and mean nothing."""
+    raw = health.get("features")
+    if not isinstance(raw, list):
+        return frozenset()
+    return frozenset(item for item in raw[:MAX_FEATURES]
+                     if isinstance(item, str) and 0 < len(item) <= MAX_FEATURE_NAME)
+
+
 def _health_prefix(endpoint: str) -> str:
     """NotAGameSurface's /health wording does not name the request; other paths' does."""
     return "GET /health " if endpoint == "/health" else ""
@@ -137,6 +153,9 @@ class GameClient:
         self.health_cost_s = 0.0
         #: Does it apply commands between frames (so a frame need not be waited for)?
         self.applies_between_frames = False
+        #: The extensions the game advertises in ``/health`` ``features`` (extensions.md),
+        #: learned from every /health answer; None until one has been read.
+        self.features: frozenset[str] | None = None
 
     def forget(self) -> None:
         """Forget everything learned about the game (it went offline, was stopped, or
@@ -144,6 +163,20 @@ class GameClient:
         self.frames.reset()
         self._relearn()
         self.generation += 1
+
+    def has_feature(self, name: str) -> bool:
+        """Whether the game advertised ``name`` in the last ``/health`` read (in this
+        generation). False before any /health: see :meth:`learn_features`."""
+        features = self.features
+        return features is not None and name in features
+
+    def learn_features(self, *, timeout_ms: int | None = None) -> frozenset[str]:
+        """The advertised features, asking ``/health`` once if none was read yet."""
+        features = self.features
+        if features is None:
+            self.health(timeout_ms=timeout_ms)
+            features = self.features
+        return features if features is not None else frozenset()
 
     @property
     def last_frame(self) -> int | None:
@@ -233,6 +266,7 @@ class GameClient:
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
         self._observe(body, sent, arrived)  # first: a restart forgets what was learned
         self.health_has_completed_id = as_int(body.get("completedCommandId")) is not None
+        self.features = read_features(body)
         self.health_cost_s = arrived - sent
         return body
 

@@ -1,0 +1,78 @@
+"""What a confirmed command did, from ``/state`` ``commandResults`` (extensions.md ``results``).
+
+Why a module of its own: the bridge must say truthfully whether a command worked, and a
+game's list can be missing, rolled past the command, or malformed. :func:`command_outcome`
+is the one reader: it finds the entry for one ``commandId`` and says ``ok``, the game's
+reason (sanitised, capped) or its ``result`` (bounded), or why the list could not be used.
+Pure; never raises on what a game sends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..jsonio import as_int
+from ..manifest.sanitise import kind_of, sanitise_text
+from .digest import bounded
+
+#: The game's reason for a refusal, in characters.
+MAX_REASON = 500
+#: A command's ``result`` in the answer, in characters of JSON.
+MAX_RESULT = 2000
+#: Entries looked at, newest first (a game may keep many; the bridge wants one).
+MAX_ENTRIES = 1000
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``ok`` is None when there is no usable entry (the command counts as applied, as for
+    a game without the feature). ``result`` is present only when ``has_result``."""
+
+    ok: bool | None = None
+    reason: str | None = None
+    result: Any = None
+    has_result: bool = False
+    #: Something the agent should know about the list or the result (malformed, cut).
+    note: str | None = None
+
+
+def command_outcome(state: Mapping[str, Any], command_id: int | None) -> Outcome:
+    """The outcome of command ``command_id`` in a ``/state`` snapshot taken after it ran."""
+    if command_id is None or "commandResults" not in state:
+        return Outcome()
+    entries = state.get("commandResults")
+    if not isinstance(entries, list):
+        return Outcome(note=f"The game's commandResults is {kind_of(entries)}, not a list; ignored.")
+    wrong = 0
+    for entry in reversed(entries[-MAX_ENTRIES:]):
+        if not isinstance(entry, Mapping):
+            wrong += 1
+            continue
+        raw_id = entry.get("id")
+        if as_int(raw_id) != command_id:
+            if as_int(raw_id) is None:
+                wrong += 1
+            continue
+        ok = entry.get("ok")
+        if not isinstance(ok, bool):
+            return Outcome(note=f"The game's commandResults entry for command {command_id} has 'ok' "
+                                f"{kind_of(ok)}, not true or false; ignored.")
+        if not ok:
+            error = entry.get("error")
+            if isinstance(error, str) and error.strip():
+                return Outcome(ok=False, reason=sanitise_text(error, MAX_REASON))
+            return Outcome(ok=False, reason="the game gave no reason",
+                           note=None if error is None else f"Its 'error' was {kind_of(error)}, not text.")
+        result = entry.get("result", _UNSET)
+        if result is _UNSET:
+            return Outcome(ok=True)
+        value, cut = bounded(result, MAX_RESULT)
+        return Outcome(ok=True, result=value, has_result=True,
+                       note=f"The result was cut to fit {MAX_RESULT} characters." if cut else None)
+    if wrong:
+        return Outcome(note=f"{wrong} of the game's commandResults entries are not "
+                            "{id: number, ok: true/false} objects; ignored.")
+    return Outcome()
