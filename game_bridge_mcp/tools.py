@@ -20,6 +20,19 @@ _PORT = {"type": "integer", "minimum": 1, "maximum": 65535,
          "description": "The game instance's port. Optional: defaults to --port, then GAME_BRIDGE_PORT, then 7777."}
 
 
+_UNTIL = {
+    "type": "object", "additionalProperties": False,
+    "description": ("After the command is confirmed, wait until this holds and answer with the state that met it "
+                    "(settled: true), or settled: false with the last value at the deadline. One of "
+                    "{path, equals}, {path, changes: true}, {event}; plus timeoutMs (default 5000)."),
+    "properties": {
+        "path": {"type": "string", "description": "Dotted path into /state, e.g. 'game.moving'."},
+        "equals": {"description": "Wait until the value at path equals this (any JSON)."},
+        "changes": {"type": "boolean", "description": "Wait until the value at path differs from before the command."},
+        "event": {"type": "string", "description": "Wait for a new event whose text contains this."},
+        "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "How long to wait (default 5000)."}}}
+
+
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
@@ -105,6 +118,7 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
 )
 
 _BRIDGE_LIST = ", ".join(t.name for t in BRIDGE_TOOLS)
+RAW_COMMAND = next(t for t in BRIDGE_TOOLS if t.name == "raw_command")
 
 #: The seven advertised tools.
 TOOLS: tuple[ToolDef, ...] = (
@@ -163,7 +177,8 @@ TOOLS: tuple[ToolDef, ...] = (
         "confirmed before returning: the result (frame, screen, scalar game fields, recent events) is the "
         "world after the command ran.",
         _schema({"port": _PORT, "name": {"type": "string", "description": "The tool to run."},
-                 "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."}}, ("name",)),
+                 "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."},
+                 "until": _UNTIL}, ("name",)),
         "call_tool", destructive=True, progress=True),
 )
 

@@ -28,9 +28,10 @@ from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandReject
 from ..jsonio import as_int
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
-from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, ToolDef, check_arguments, python_name, tool_def
+from ..tools import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, RAW_COMMAND, TOOLS, ToolDef, check_arguments, python_name,
+                     tool_def)
 from ..wire.transport import Opener
-from .waiting import Condition, wait_for_state
+from .waiting import Condition, Until, wait_for_state, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -241,12 +242,14 @@ class Bridge:
         return listing.game_toolset(target, toolset)
 
     # ------------------------------------------------------------------ call_tool
-    def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None,
+    def call_tool(self, *, name: Any, arguments: Any = None, until: Any = None, port: Any = None,
                   progress: Progress | None = None) -> dict[str, Any]:
         """The spec's resolution order: bridge tools and composites, the manifest (one
-        re-fetch on a miss), then passthrough."""
+        re-fetch on a miss), then passthrough. ``until``: after the command is confirmed,
+        wait for a condition and answer with the state that satisfied it."""
         if not isinstance(name, str) or not name.strip():
             raise BridgeUsageError("call_tool needs 'name': the tool to run (see list_toolsets).")
+        wait = Until.parse(until)
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
@@ -257,17 +260,24 @@ class Bridge:
             raise BridgeUsageError(f"call_tool got two different ports ({port} and arguments.port {inner_port}); give one.")
         target = self._port(port if port is not None else inner_port)
         if name in BRIDGE_TOOL_NAMES:
+            if wait is not None and name != "raw_command":
+                raise BridgeUsageError(f"call_tool: 'until' waits after a command; {name} is not one. "
+                                       "Use it with a game tool or raw_command (or call wait_for).")
+            if wait is not None:
+                raw = check_arguments(name, RAW_COMMAND.input_schema, args)
+                return self.run_command(target, raw["command"], raw.get("args") or {}, sync=raw.get("sync") is not False,
+                                        timeout_ms=raw.get("timeoutMs"), via="raw", until=wait)
             return self._bridge_tool(name, target, args)
         composite = next((c for c in self.composites if c.name == name), None)
         if composite is not None:
             manifest = self.manifest(target)
             if composite.suits(manifest.game.get("name")):
-                return self._run_composite(composite, target, args)
+                return self._run_composite(composite, target, args, until=wait)
         spec = self._find_tool(target, name)
         if spec is not None:
             check_arguments(name, spec.input_schema, args)
-            return self.run_command(target, spec.command, args, sync=spec.sync, tool=name, via="manifest")
-        return self._passthrough(target, name, args)
+            return self.run_command(target, spec.command, args, sync=spec.sync, tool=name, via="manifest", until=wait)
+        return self._passthrough(target, name, args, until=wait)
 
     def _find_tool(self, port: int, name: str) -> ToolSpec | None:
         spec = self.manifest(port).find(name)
@@ -275,9 +285,9 @@ class Bridge:
             spec = self.manifest(port, refresh=True).find(name)
         return spec
 
-    def _passthrough(self, port: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    def _passthrough(self, port: int, name: str, args: dict[str, Any], *, until: "Until | None" = None) -> dict[str, Any]:
         try:
-            return self.run_command(port, name, args, tool=name, via="passthrough")
+            return self.run_command(port, name, args, tool=name, via="passthrough", until=until)
         except CommandRejected as exc:
             manifest = self.manifest(port)
             answer = exc.answer
@@ -290,7 +300,8 @@ class Bridge:
                 f"{', '.join(accepted)[:2000]}. Call list_toolsets for descriptions.",
                 port=port, command=name, accepted=accepted) from None
 
-    def _run_composite(self, composite: Composite, port: int, args: dict[str, Any]) -> dict[str, Any]:
+    def _run_composite(self, composite: Composite, port: int, args: dict[str, Any], *,
+                       until: "Until | None" = None) -> dict[str, Any]:
         check_arguments(composite.name, self._composite_schema(composite), args)
         ctx = CompositeContext(self, port, args)
         try:
@@ -304,18 +315,26 @@ class Bridge:
                 "This is an error in the composite's code, not in the game.",
                 port=port, tool=composite.name, exception=type(exc).__name__) from None
         result = value if isinstance(value, dict) else {"result": value}
-        return {"port": port, "tool": composite.name, "via": "composite", **result}
+        answer = {"port": port, "tool": composite.name, "via": "composite", **result}
+        if until is not None:
+            answer.update(self._settle(port, until, baseline=None, first=None))
+        return answer
 
     def run_command(self, port: int, command: str, args: Mapping[str, Any] | None = None, *,
                     sync: bool = True, timeout_ms: int | None = None, tool: str | None = None,
-                    via: str = "raw", include_state: bool = False) -> dict[str, Any]:
-        """Send a command, wait for its confirmation, return the result digest."""
+                    via: str = "raw", include_state: bool = False, until: Until | None = None) -> dict[str, Any]:
+        """Send a command, wait for its confirmation, return the result digest. With
+        ``until``, then wait for its condition and answer with the state that met it."""
         if command == "close":
             return self.close(port=port, grace_ms=timeout_ms)
         inst = self._instance(port)
+        baseline: dict[str, Any] | None = None
 
         def send() -> dict[str, Any]:
+            nonlocal baseline
             with inst.command_lock:
+                if until is not None and until.condition.needs_baseline:
+                    baseline = inst.client.state()
                 return inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync)
 
         outcome = self._guarded(port, send)
@@ -338,12 +357,43 @@ class Bridge:
                 result["result"] = done.result
             if done.note:
                 result["resultNote"] = done.note
+            if until is not None:
+                settled = self._settle(port, until, baseline=baseline, first=state)
+                state = settled.pop("_state")
+                digest = summarise(state)
+                for key in ("completedCommandId", "simFrame", "paused"):
+                    digest.pop(key, None)
+                result.update(settled)
             result.update(digest)
             if include_state:
                 result["state"] = state
         elif confirmation == "not-waited":
-            result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
+            if until is not None:
+                settled = self._settle(port, until, baseline=baseline, first=None)
+                state = settled.pop("_state")
+                result.update(settled)
+                result.update(summarise(state))
+            else:
+                result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
         return result
+
+    def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,
+                first: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Wait for ``until`` after a command: ``settled`` and what was seen, and the state
+        it ended on under ``_state`` (for the caller's digest)."""
+        client = self.client(port)
+        watch = until.condition.watch(baseline)
+
+        def poll(remaining_ms: int | None) -> dict[str, Any]:
+            return self._guarded(port, lambda: client.state(timeout_ms=remaining_ms))
+
+        waited = wait_until(poll, watch, timeout_ms=until.timeout_ms, poll_cost_s=lambda: client.state_cost_s,
+                            first=first)
+        out: dict[str, Any] = {"settled": waited.matched, **watch.report()}
+        if not waited.matched:
+            out["note"] = watch.miss_note(waited.total_ms)
+        out["_state"] = waited.state
+        return out
 
     # ------------------------------------------------------------------ bridge toolset
     def _bridge_tool(self, name: str, port: int, args: dict[str, Any]) -> dict[str, Any]:
@@ -403,8 +453,8 @@ class Bridge:
         def poll(remaining_ms: int | None) -> dict[str, Any]:
             return self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
 
-        result = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
-        return {"port": target, **result}
+        result, state = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
+        return {"port": target, **result, **summarise(state)}
 
     # ------------------------------------------------------------------ eager
     def eager_targets(self) -> list[tuple[int, Manifest]]:

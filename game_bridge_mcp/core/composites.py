@@ -17,6 +17,7 @@ from ..errors import BridgeUsageError
 from ..manifest.reader import Manifest
 from ..wire.client import GameClient
 from .digest import summarise
+from .waiting import Until
 
 
 class BridgeCalls(Protocol):
@@ -25,7 +26,8 @@ class BridgeCalls(Protocol):
     def client(self, port: int) -> GameClient: ...
 
     def run_command(self, port: int, command: str, args: Mapping[str, Any] | None = None, *,
-                    timeout_ms: int | None = None, include_state: bool = False) -> dict[str, Any]: ...
+                    timeout_ms: int | None = None, include_state: bool = False,
+                    until: Until | None = None) -> dict[str, Any]: ...
 
     def call_tool(self, *, name: Any, arguments: Any = None, port: Any = None) -> dict[str, Any]: ...
 
@@ -70,10 +72,15 @@ class CompositeContext:
         return self._bridge.client(self.port).command(cmd, args)
 
     def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
-                         timeout_ms: int | None = None) -> dict[str, Any]:
+                         timeout_ms: int | None = None, until: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Queue a command and wait until the game applied it; returns the call result
-        (``commandId``, ``confirmation``, digest fields) with the full state under ``state``."""
-        return self._bridge.run_command(self.port, cmd, args, timeout_ms=timeout_ms, include_state=True)
+        (``commandId``, ``confirmation``, ``result``, digest fields) with the full state under
+        ``state``. ``until`` (as call_tool's: ``{path, equals}``, ``{path, changes: true}`` or
+        ``{event}``, with ``timeoutMs``) then waits for a condition: ``settled`` says whether it
+        held, and the digest and ``state`` are of the state that met it (or the last one).
+        A refusal the game reports raises CommandFailed."""
+        return self._bridge.run_command(self.port, cmd, args, timeout_ms=timeout_ms, include_state=True,
+                                        until=Until.parse(until))
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Run any other tool (bridge, composite, game) on this instance, as call_tool would."""

@@ -1,100 +1,279 @@
-"""``wait_for``: poll ``/state`` until a condition holds, under one absolute deadline.
+"""Conditions on the game's state, and waiting for one under one absolute deadline.
 
-Kept apart from the Bridge because it is a loop over snapshots with no state of its own:
-the Bridge hands it a ``poll`` function (one ``/state`` fetch, given the time left) and
-gets back the JSON-ready result. The condition is checked against the current state
-first; on timeout the result says ``matched: false`` with the last value seen.
+One implementation serves ``wait_for``, ``call_tool``'s ``until`` and ``advance``: a
+:class:`Condition` is what to wait for (``{path, equals}``, ``{path, changes}`` or
+``{event}``); a :class:`Watch` evaluates it against states, one at a time; and
+:func:`wait_until` polls ``/state`` until a watch holds or the deadline passes. No state
+of its own: callers hand it a ``poll`` function (one ``/state`` fetch, given the time left).
+
+Evaluating a condition against one state (what ``advance`` does after each step)::
+
+    condition, _timeout = Condition.from_spec(spec, what="advance", timeout=False)
+    watch = condition.watch(baseline=state_before)   # baseline: for changes and event
+    if watch.observe(state): ...                     # True when the condition holds there
+    watch.report()                                   # {value | lastValue, pathFound?, ...}
+
+``changes`` compares with the baseline state (or, without one, the first state observed);
+``event`` counts only events the baseline did not have (by ``seq``; without ``seq`` any
+recent event counts, as the game cannot say which are new).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from .. import polling
-from .digest import all_events, get_path, json_equal
+from .digest import event_text, get_path, json_equal
 from ..errors import BridgeUsageError, GameOffline
+from ..jsonio import as_int
 
 MAX_WAIT_MS = 600_000
 DEFAULT_WAIT_MS = 5000
+#: The keys of a condition given as an object (``until``, ``advance``'s ``until``).
+CONDITION_KEYS = ("path", "equals", "changes", "event")
+SHAPES = "{path, equals}, {path, changes: true} or {event}"
 
 
 @dataclass(frozen=True)
 class Condition:
-    """Exactly one of: ``path`` equals ``equals``; ``path`` changes; an ``event`` appears."""
+    """Exactly one of: ``path`` equals ``equals``; ``path`` changes; an ``event`` appears
+    (an event whose text contains ``event``). ``has_equals`` tells ``equals: null`` (wait
+    for null) from no ``equals``."""
 
     path: str | None = None
     equals: Any = None
     has_equals: bool = False
     changes: bool = False
     event: str | None = None
+    #: The tool the condition belongs to, for messages.
+    what: str = "wait_for"
 
     def check(self) -> None:
         if sum([self.has_equals, self.changes, self.event is not None]) != 1:
-            raise BridgeUsageError("wait_for needs exactly one condition: path + equals, path + changes: true, or event.")
+            raise BridgeUsageError(f"{self.what} needs exactly one condition: path + equals, path + changes: true, or event.")
         if (self.has_equals or self.changes) and not self.path:
-            raise BridgeUsageError("wait_for: 'path' is required with 'equals' or 'changes' "
+            raise BridgeUsageError(f"{self.what}: 'path' is required with 'equals' or 'changes' "
                                    "(a dotted path into /state, e.g. 'game.score').")
+        if self.event is not None and (not isinstance(self.event, str) or not self.event):
+            raise BridgeUsageError(f"{self.what}: 'event' must be a non-empty text to look for in the events.")
+        if self.path is not None and not isinstance(self.path, str):
+            raise BridgeUsageError(f"{self.what}: 'path' must be a dotted path as text, e.g. 'game.score'.")
+
+    @classmethod
+    def from_spec(cls, spec: Any, *, what: str = "until", timeout: bool = True) -> tuple["Condition", int | None]:
+        """A condition given as an object: ``{path, equals}``, ``{path, changes: true}`` or
+        ``{event}``, plus ``timeoutMs`` when ``timeout`` (returned apart; None when not
+        given). Raises BridgeUsageError naming what is wrong with any other shape."""
+        keys = CONDITION_KEYS + (("timeoutMs",) if timeout else ())
+        usage = f"{what} takes {SHAPES}" + (", with an optional timeoutMs" if timeout else "")
+        if not isinstance(spec, Mapping):
+            raise BridgeUsageError(f"{usage}; got {type(spec).__name__}.")
+        unknown = [str(k) for k in spec if k not in keys]
+        if unknown:
+            raise BridgeUsageError(f"{what}: unknown key '{unknown[0][:64]}'. {usage}.")
+        changes = spec.get("changes", False)
+        if not isinstance(changes, bool):
+            raise BridgeUsageError(f"{what}: 'changes' must be true (or left out), not {changes!r:.60}.")
+        timeout_ms = None
+        if timeout and spec.get("timeoutMs") is not None:
+            timeout_ms = as_int(spec.get("timeoutMs"))
+            if timeout_ms is None or not 1 <= timeout_ms <= MAX_WAIT_MS:
+                raise BridgeUsageError(f"{what}: 'timeoutMs' must be a whole number of milliseconds from 1 to {MAX_WAIT_MS}.")
+        condition = cls(path=spec.get("path"), equals=spec.get("equals"), has_equals="equals" in spec,
+                        changes=changes, event=spec.get("event"), what=what)
+        condition.check()
+        return condition, timeout_ms
+
+    @property
+    def needs_baseline(self) -> bool:
+        """Whether it should be watched from a state taken before the action (``changes``
+        differs from it; ``event`` must be new since it)."""
+        return self.changes or self.event is not None
+
+    def watch(self, baseline: Mapping[str, Any] | None = None) -> "Watch":
+        """A fresh evaluation of this condition (see the module's docstring)."""
+        return Watch(self, baseline)
+
+    def describe(self) -> str:
+        """The condition in words: ``game.moving equals 0``."""
+        if self.event is not None:
+            return f"an event containing {self.event!r:.80}"
+        if self.changes:
+            return f"{self.path} changes"
+        return f"{self.path} equals {self.equals!r:.80}"
 
 
-def wait_for_state(poll: Callable[[int | None], dict[str, Any]], condition: Condition, *,
-                   timeout_ms: int | None, poll_cost_s: Callable[[], float]) -> dict[str, Any]:
-    """Poll until ``condition`` holds or the deadline passes.
+@dataclass(frozen=True)
+class Until:
+    """``call_tool``'s ``until``: a condition to wait for after the command, and how long."""
 
-    ``poll(timeout_ms)`` fetches one snapshot (``None``: the usual request timeout, used
-    for the first look); ``poll_cost_s()`` is what the last fetch cost, so a big state is
-    polled no faster than every other fetch's worth of time."""
-    condition.check()
+    condition: Condition
+    timeout_ms: int | None = None
+
+    @classmethod
+    def parse(cls, spec: Any) -> "Until | None":
+        """None when ``spec`` is None; BridgeUsageError for a shape that is not a condition."""
+        if spec is None:
+            return None
+        condition, timeout_ms = Condition.from_spec(spec, what="until")
+        return cls(condition, timeout_ms)
+
+
+def _seq(event: Any) -> int | None:
+    return as_int(event.get("seq")) if isinstance(event, Mapping) else None
+
+
+@dataclass
+class Watch:
+    """One evaluation of a Condition over successive states; :meth:`observe` each one."""
+
+    condition: Condition
+    baseline: Mapping[str, Any] | None = None
+    matched: bool = False
+    found: bool = False
+    value: Any = None
+    initial: tuple[bool, Any] | None = None
+    observed: int = 0
+    _since_seq: int | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.baseline is None:
+            return
+        if self.condition.event is not None:
+            events = self.baseline.get("events")
+            seqs = [s for s in (_seq(e) for e in events) if s is not None] if isinstance(events, list) else []
+            self._since_seq = max(seqs) if seqs else None
+        elif self.condition.changes:
+            self.initial = get_path(self.baseline, self.condition.path or "")
+
+    def observe(self, state: Mapping[str, Any]) -> bool:
+        """Evaluate the condition in ``state``; True when it holds there."""
+        self.observed += 1
+        condition = self.condition
+        if condition.event is not None:
+            events = state.get("events")
+            hits = []
+            for entry in events if isinstance(events, list) else []:
+                seq = _seq(entry)
+                if self._since_seq is not None and seq is not None and seq <= self._since_seq:
+                    continue
+                text = event_text(entry)
+                if text is not None and condition.event in text:
+                    hits.append(text)
+            self.matched = bool(hits)
+            self.found = self.matched
+            self.value = hits[-1] if hits else None
+            return self.matched
+        self.found, self.value = get_path(state, condition.path or "")
+        if condition.has_equals:
+            self.matched = self.found and json_equal(self.value, condition.equals)
+        elif self.initial is None:
+            self.initial = (self.found, self.value)
+            self.matched = False
+        else:
+            before_found, before = self.initial
+            self.matched = self.found != before_found or (self.found and not json_equal(self.value, before))
+        return self.matched
+
+    def report(self) -> dict[str, Any]:
+        """What was seen, compactly: ``value`` when matched by a change or an event, else
+        ``lastValue``; ``pathFound: false`` when the path was never there."""
+        condition = self.condition
+        out: dict[str, Any] = {}
+        if condition.event is not None:
+            if self.matched:
+                out["value"] = self.value
+            return out
+        if self.matched:
+            if condition.changes:
+                out["value"] = self.value
+        else:
+            out["lastValue"] = self.value
+            if not self.found:
+                out["pathFound"] = False
+        return out
+
+    def miss_note(self, total_ms: int) -> str:
+        """Why it did not hold, for the answer at the deadline."""
+        condition = self.condition
+        if condition.path is not None and not self.found:
+            return (f"{condition.path} was not in the state within {total_ms}ms. Check the path "
+                    "(dotted, e.g. game.score) against get_state.")
+        return f"{condition.describe()} did not happen within {total_ms}ms."
+
+
+@dataclass(frozen=True)
+class Waited:
+    """How a wait ended: whether the watch held, the state it held in (or the last one),
+    how many states were fetched, and how long it took."""
+
+    matched: bool
+    state: Mapping[str, Any]
+    polls: int
+    elapsed_ms: int
+    total_ms: int
+
+
+def wait_until(poll: Callable[[int | None], Mapping[str, Any]], watch: Watch, *,
+               timeout_ms: int | None, poll_cost_s: Callable[[], float],
+               first: Mapping[str, Any] | None = None) -> Waited:
+    """Poll until ``watch`` holds or the deadline passes.
+
+    ``poll(timeout_ms)`` fetches one snapshot (``None``: the usual request timeout, used for
+    the first look); ``poll_cost_s()`` is what the last fetch cost, so a big state is polled
+    no faster than every other fetch's worth of time. ``first``, when given, is a state
+    already in hand (the one a command was confirmed in), observed before any fetch."""
     total_ms = DEFAULT_WAIT_MS if timeout_ms is None else min(int(timeout_ms), MAX_WAIT_MS)
     started = time.monotonic()
     deadline = started + total_ms / 1000.0
     interval = 0.001
     polls = 0
-    initial: tuple[bool, Any] | None = None
-    matched, found, value, last_state = False, False, None, {}
+    last: Mapping[str, Any] = first if first is not None else {}
+    if first is not None and watch.observe(first):
+        return Waited(True, first, 0, 0, total_ms)
     while True:
-        remaining = None if polls == 0 else max(1, int((deadline - time.monotonic()) * 1000))
+        remaining = None if polls == 0 and first is None else max(1, int((deadline - time.monotonic()) * 1000))
         try:
             state = poll(remaining)
         except GameOffline:
-            if polls and time.monotonic() >= deadline:
+            if (polls or first is not None) and time.monotonic() >= deadline:
                 break  # a poll cut short by the wait's own deadline: not matched
             raise
         polls += 1
-        last_state = state
-        if condition.event is not None:
-            hits = [e for e in all_events(state) if condition.event in e]
-            matched, value = bool(hits), (hits[-1] if hits else None)
-            found = matched
-        else:
-            found, value = get_path(state, condition.path or "")
-            if condition.has_equals:
-                matched = found and json_equal(value, condition.equals)
-            elif initial is None:
-                initial = (found, value)
-            else:
-                matched = found != initial[0] or (found and not json_equal(value, initial[1]))
+        last = state
+        if watch.observe(state):
+            break
         now = time.monotonic()
-        if matched or now >= deadline:
+        if now >= deadline:
             break
         interval = min(interval * 1.5, max(0.025, 2 * poll_cost_s()))
         polling.sleep(min(interval, max(0.0, deadline - now)))
-    result: dict[str, Any] = {"tool": "wait_for", "matched": matched}
+    return Waited(watch.matched, last, polls, int((time.monotonic() - started) * 1000), total_ms)
+
+
+def wait_for_state(poll: Callable[[int | None], Mapping[str, Any]], condition: Condition, *,
+                   timeout_ms: int | None, poll_cost_s: Callable[[], float]) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """``wait_for``: poll until ``condition`` holds; the answer's fields (without the
+    digest) and the state it ended on (the matching one, or the last one seen). The
+    condition is checked against the current state first; ``changes`` against it too."""
+    condition.check()
+    watch = condition.watch()
+    waited = wait_until(poll, watch, timeout_ms=timeout_ms, poll_cost_s=poll_cost_s)
+    result: dict[str, Any] = {"tool": "wait_for", "matched": waited.matched}
     if condition.event is not None:
         result["event"] = condition.event
-        if matched:
-            result["value"] = value
+        if waited.matched:
+            result["value"] = watch.value
     else:
         result["path"] = condition.path
-        result["value" if matched else "lastValue"] = value
-        if not found:
+        result["value" if waited.matched else "lastValue"] = watch.value
+        if not watch.found:
             result["pathFound"] = False
-        if condition.changes and initial is not None:
-            result["initialValue"] = initial[1]
-    result.update({"elapsedMs": int((time.monotonic() - started) * 1000), "polls": polls})
-    if isinstance(last_state.get("frame"), (int, float)):
-        result["frame"] = last_state["frame"]
-    if not matched:
-        result["note"] = f"Not matched within {total_ms}ms."
-    return result
+        if condition.changes and watch.initial is not None:
+            result["initialValue"] = watch.initial[1]
+    result.update({"elapsedMs": waited.elapsed_ms, "polls": waited.polls})
+    if not waited.matched:
+        result["note"] = watch.miss_note(waited.total_ms)
+    return result, waited.state
