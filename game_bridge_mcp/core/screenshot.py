@@ -132,9 +132,8 @@ class Screenshots:
     def take(self, client: GameClient, *, max_width: Any = None, max_height: Any = None) -> dict[str, Any]:
         width_limit, height_limit = check_side("maxWidth", max_width), check_side("maxHeight", max_height)
         port = client.port
-        health = client.health()  # also notices a restart (a new generation) before comparing images
-        features = health.get("features")
-        if not isinstance(features, list) or "screenshot" not in features:
+        client.health()  # also notices a restart (a new generation) before comparing images
+        if not client.has_feature("screenshot"):  # the features that /health just advertised
             raise BridgeUsageError(
                 f"The game on port {port} does not serve screenshots: its /health lists no 'screenshot' "
                 "feature, so the bridge does not ask for one. To add it, serve GET /screenshot?maxWidth=&maxHeight= "
