@@ -4,9 +4,18 @@ Everything the bridge parses comes from outside: a game's HTTP answers, registry
 manifest files, launch declarations. They share two rules, kept here once:
 
 * :func:`decode_json` parses a document and raises ``ValueError`` with a short reason
-  that reads after "the body ..." / "the file ..." (invalid, not UTF-8, nested too deeply).
-  ``NaN``/``Infinity`` become ``None``, or with ``strict`` (files, conformance checks) are
-  refused. Large documents are parsed with the cyclic garbage collector paused.
+  that reads after "the body ..." / "the file ..." (invalid, not UTF-8, nested too deeply,
+  too many values to decode). ``NaN``/``Infinity`` become ``None``, or with ``strict``
+  (files, conformance checks) are refused. Large documents are parsed with the cyclic
+  garbage collector paused.
+* The decoded size is bounded, not only the bytes: what a document costs once decoded
+  depends on its shape (a 60 MB body of empty objects is 20 million dicts, 1.6 GB), so a
+  document is decoded only if it has at most :data:`MAX_VALUES` objects, arrays and
+  commas (about its number of values). Counted cheaply: a body shorter than that many bytes cannot hold more (every
+  value costs at least a byte); a longer one has its ``{``, ``[`` and ``,`` counted in one
+  pass, and only when that count is over the limit are they counted again outside strings.
+  Whatever its shape, a document within the limit decodes to at most about
+  ``MAX_VALUES * 100`` bytes plus its text (:data:`DECODED_BOUND_TEXT`).
 * :func:`read_capped` reads a file without reading more than a cap, optionally refusing
   symbolic links and anything that is not a regular file (without blocking on a FIFO),
   and raises :class:`FileProblem` with a reason that reads after the file's name.
@@ -21,6 +30,7 @@ import errno
 import gc
 import json
 import os
+import re
 import stat
 import threading
 from pathlib import Path
@@ -28,6 +38,15 @@ from typing import Any, Iterator
 
 #: Bodies at least this large are decoded with the cyclic garbage collector paused.
 PAUSE_GC_BYTES = 256 * 1024
+#: The most values one document may hold, counted as its objects, arrays and commas (its
+#: ``{``, ``[`` and ``,`` outside strings). A 10 MB ``/state`` of typical entity records
+#: has about 1.1 million; the costliest shape takes about 100 bytes of memory for each.
+MAX_VALUES = 3_000_000
+#: What the limit means in memory, for messages and the README.
+DECODED_BOUND_TEXT = "about 300 MB"
+_NOT_STRUCTURAL = bytes(c for c in range(256) if c not in b"{[,")
+# A JSON string, unrolled and possessive so a long one is skipped in one step.
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
 _gc_pause_lock = threading.Lock()
 _gc_pauses = 0
 _gc_paused_by_us = False
@@ -59,11 +78,28 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def count_values(body: bytes) -> int:
+    """How many objects, arrays and commas ``body`` has (its ``{``, ``[`` and ``,``
+    outside strings), or an upper bound of it when that is already within the limit."""
+    if len(body) <= MAX_VALUES:
+        return len(body)  # no more values than bytes: no need to count
+    count = len(body.translate(None, _NOT_STRUCTURAL))
+    if count <= MAX_VALUES:
+        return count
+    return len(_JSON_STRING.sub(b"", body).translate(None, _NOT_STRUCTURAL))
+
+
 def decode_json(body: bytes, *, strict: bool = False) -> Any:
     """Parse a JSON document; raise ValueError with a short reason (that reads after "the
-    body ...") for invalid, non-UTF-8 or absurdly nested ones. ``NaN``/``Infinity`` become
-    ``None``, or with ``strict`` (a file or a conformance check) are refused."""
+    body ...") for invalid, non-UTF-8, absurdly nested or absurdly many-valued ones
+    (over :data:`MAX_VALUES`). ``NaN``/``Infinity`` become ``None``, or with ``strict``
+    (a file or a conformance check) are refused."""
     constant = _reject_constant if strict else _no_constant
+    values = count_values(body)
+    if values > MAX_VALUES:
+        raise ValueError(f"has {values:,} objects, arrays and commas, more than the {MAX_VALUES:,} the bridge "
+                         f"decodes (it bounds a decoded answer to {DECODED_BOUND_TEXT}): send less, or leave "
+                         "bulky lists out of this answer")
     try:
         # JSON on the wire and in files is UTF-8 (RFC 8259): never sniffed as UTF-16/32; a
         # leading byte-order mark is ignored, as the RFC allows (editors write one).
@@ -78,14 +114,22 @@ def decode_json(body: bytes, *, strict: bool = False) -> Any:
         raise ValueError("is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except _NotJson as exc:
+        raise ValueError(str(exc)) from None
+    except ValueError:  # int() refuses a number of over 4300 digits
+        raise ValueError("holds a number too long to read (thousands of digits)") from None
 
 
 def _no_constant(_name: str) -> None:
     return None
 
 
+class _NotJson(ValueError):
+    """What strict decoding refuses inside a valid parse (NaN, Infinity)."""
+
+
 def _reject_constant(name: str) -> None:
-    raise ValueError(f"contains {name}, which is not JSON (strict parsers reject it)")
+    raise _NotJson(f"contains {name}, which is not JSON (strict parsers reject it)")
 
 
 
@@ -187,4 +231,5 @@ def load_json_file(path: str | Path, max_bytes: int, *, strict: bool = True, fol
         raise FileProblem("invalid", str(exc)) from None
 
 
-__all__ = ["FileProblem", "PAUSE_GC_BYTES", "as_int", "decode_json", "load_json_file", "read_capped"]
+__all__ = ["DECODED_BOUND_TEXT", "FileProblem", "MAX_VALUES", "PAUSE_GC_BYTES", "as_int", "count_values",
+           "decode_json", "load_json_file", "read_capped"]

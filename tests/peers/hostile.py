@@ -277,6 +277,29 @@ def deep_nesting(depth: int = 100_000) -> Behaviour:
     return answer(200, b"[" * depth)
 
 
+Route = Callable[[str], "tuple[int, bytes]"]
+
+
+def routed(routes: dict[str, Route | bytes]) -> Behaviour:
+    """A game written by hand that answers each path from ``routes`` (looked up on every
+    request, so a test can change its answers meanwhile): raw bytes (HTTP 200), or a
+    function of the request target returning ``(status, body)``. Raw bytes say what no
+    encoder would: ``1e400``, a number of 5000 digits, control characters. Unknown paths
+    get 404."""
+    def behaviour(conn: socket.socket, peer: HostilePeer) -> None:
+        request = peer.read_request(conn)
+        target = request.split(b" ", 2)[1].decode("latin-1") if request.count(b" ") >= 2 else "/"
+        route = routes.get(target.split("?", 1)[0])
+        if route is None:
+            status, body = 404, b'{"error": "not found"}'
+        elif isinstance(route, bytes):
+            status, body = 200, route
+        else:
+            status, body = route(target)
+        conn.sendall(head(status, length=len(body)) + body)
+    return behaviour
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[[Behaviour], HostilePeer]]:
     """Start hostile peers for one test; every one is closed (threads joined) after it."""
