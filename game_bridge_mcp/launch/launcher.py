@@ -132,10 +132,12 @@ class Launcher:
         return None if inst is None else inst.info()
 
     def launch(self, *, port: int | None = None, timeout_ms: int | None = None,
-               progress: ProgressCallback | None = None) -> dict:
+               progress: ProgressCallback | None = None, env: Mapping[str, str] | None = None) -> dict:
         """Start the declared game on a free (or the given) port and return once
         ``GET /health`` answers ok: ``{"port", "pid", "name", "version", "cwd",
-        "readyInMs", "logFile"}``. Raises BridgeUsageError on every failure."""
+        "readyInMs", "logFile"}``. ``env``: variables for this launch only, over the
+        declaration's (``GAME_BRIDGE_START_PAUSED`` for a paused start). Raises
+        BridgeUsageError on every failure."""
         decl = self._declaration()
         timeout_ms = _whole(timeout_ms)
         if timeout_ms is None:
@@ -153,7 +155,7 @@ class Launcher:
         lock = claim_port(port, decl, locks_dir=self.locks_dir, opener=self._opener,
                           is_launched=self.is_launched)
         try:
-            inst = self._spawn(decl, lock)
+            inst = self._spawn(decl, lock, env or {})
         except BaseException:
             lock.release()
             raise
@@ -251,9 +253,11 @@ class Launcher:
         if self._closed:
             raise BridgeUsageError("The bridge is shutting down; it launches no more instances.")
 
-    def _child_env(self, decl: LaunchDeclaration, port: int, launch_id: str) -> dict[str, str]:
+    def _child_env(self, decl: LaunchDeclaration, port: int, launch_id: str,
+                   extra: Mapping[str, str]) -> dict[str, str]:
         env = dict(self._environ)
         env.update(decl.render_env(port))
+        env.update(extra)
         env[MARKER_KEY] = procs.marker_value(self._environ.get(MARKER_KEY), launch_id)
         return env
 
@@ -267,12 +271,12 @@ class Launcher:
                 prune_old_logs(self._log_dir)
         return self._log_dir
 
-    def _spawn(self, decl: LaunchDeclaration, lock: PortLock) -> Instance:
+    def _spawn(self, decl: LaunchDeclaration, lock: PortLock, extra_env: Mapping[str, str]) -> Instance:
         port = lock.port
         command, use_shell = decl.render(port)
         display = decl.display(port)
         launch_id = f"{os.getpid()}-{uuid.uuid4().hex}"
-        env = self._child_env(decl, port, launch_id)
+        env = self._child_env(decl, port, launch_id, extra_env)
         log_path, log_fd = open_log_file(self._ensure_log_dir(), port)
         # The watcher learns the marker before the spawn, so a bridge killed in between
         # still leaves something findable.
