@@ -152,6 +152,11 @@ class ScreenshotUnavailable(BridgeUsageError):
         self.port = port
         self.reason = reason
 
+
+class GamePaused(BridgeUsageError):
+    """A wait on a game whose clock is paused (``/state.paused``): nothing would move.
+    Rendered as BridgeUsageError; its own type lets callers tell it apart."""
+
     @property
     def name(self) -> str:
         return "BridgeUsageError"
@@ -187,6 +192,25 @@ class CommandFailed(BridgeError):
         if self.after:
             text += "\nState after it: " + json.dumps(self.after, ensure_ascii=False, separators=(",", ":"), default=str)
         return text
+
+
+class ClockBroken(NotAGameSurface):
+    """A game advertises ``clock`` but its clock does not do what extensions.md says
+    (``simFrame`` runs on while paused, ``step`` completes early or short). Rendered as
+    NotAGameSurface (it broke the contract); ``detail`` says how."""
+
+    def __init__(self, port: int, detail: str, *, frames_advanced: int = 0) -> None:
+        BridgeError.__init__(
+            self, f"The game on port {port} advertises clock but broke it: {detail}. advance stopped "
+            f"after {frames_advanced} frames, since it cannot stop at an exact frame on this game. "
+            f"`game-bridge-mcp check --port {port}` tests the clock; fix the game's pause and step.",
+            port=port, detail=detail, framesAdvanced=frames_advanced)
+        self.port = port
+        self.detail = detail
+
+    @property
+    def name(self) -> str:
+        return "NotAGameSurface"
 
 
 #: Every error type, in the order the CLI documents them.

@@ -90,7 +90,8 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "Poll /state until a path equals a value (path + equals), a path changes (path + changes: true), or "
         "an event appears (event: text contained in an event). Checked against the current state first. "
         "Use it for what a command cannot report: a screenshot reaching disk, a board settling, frame N. "
-        "On timeout returns matched: false with the last value seen.",
+        "On timeout returns matched: false with the last value seen. A paused game (clock) is refused at "
+        "once: step it with advance instead.",
         _schema({"port": _PORT,
                  "path": {"type": "string", "description": "Dotted path into /state, e.g. 'game.pendingMerges' or 'ui.elements.0.label'."},
                  "equals": {"description": "The value to wait for (any JSON)."},
@@ -110,6 +111,18 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
                  "maxHeight": {"type": "integer", "minimum": 1, "maximum": 1568, "description": "Tallest image wanted, in pixels (default 768)."}}),
         "get_screenshot", read_only=True),
     ToolDef(
+        "advance", "Step a paused game's clock",
+        "For a game with the clock extension: step its simulation while it stays paused, 'frames' frames, "
+        "or frame by frame until 'until' holds (the shapes of wait_for: {path, equals}, {path, changes: true}, "
+        "{event} for an event that appears meanwhile), at most maxFrames. Stops at exactly the first frame "
+        "where the condition holds and returns the digest then, with matched and framesAdvanced. A running "
+        "game is paused first. Launch with paused: true for the same result from the same seed and moves.",
+        _schema({"port": _PORT,
+                 "frames": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
+                 "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true} or {event}. Checked on the current state first."},
+                 "maxFrames": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."}}),
+        "advance", destructive=False),
+    ToolDef(
         "close", "Close the game cleanly",
         "Ask the game to shut down through its own teardown; confirmed by the port going quiet. Works on "
         "any instance; for one this bridge launched prefer stop_instance, which also escalates.",
@@ -126,10 +139,12 @@ TOOLS: tuple[ToolDef, ...] = (
         "launch_instance", "Launch a game instance",
         "Start a new instance of this project's game (from its gamebridge.json), on a free port the "
         "bridge picks, and wait until it answers. Returns its port, pid, version, working directory "
-        "and log file. Use it when list_instances shows nothing to drive, or to compare two builds. "
+        "and log file. Use it when list_instances shows nothing to drive, or to compare two builds "
+        "(paused: true, the same moves, compare the states). "
         "Never choose a port yourself unless you must.",
         _schema({"port": {**_PORT, "description": "Only if you need a specific port; normally leave it out."},
-                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 3600000, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."}}),
+                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 3600000, "description": "How long to wait for the game to answer (default: the declaration's readyTimeoutMs)."},
+                 "paused": {"type": "boolean", "description": "Start the game with its clock paused (GAME_BRIDGE_START_PAUSED=1), then step it with call_tool advance. Needs a game that advertises clock."}}),
         "launch_instance", progress=True),
     ToolDef(
         "list_instances", "List running game instances",

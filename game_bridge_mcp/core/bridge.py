@@ -32,6 +32,7 @@ from ..tools import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, RAW_COMMAND, TOOLS, ToolDe
                      tool_def)
 from ..wire.transport import Opener
 from .waiting import Condition, Until, wait_for_state, wait_until
+from . import clock
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class Bridge:
     def launched_ports(self) -> list[int]:
         return list(self._launcher.launched_ports()) if self._launcher is not None else []
 
-    def launch_instance(self, *, port: Any = None, timeout_ms: Any = None,
+    def launch_instance(self, *, port: Any = None, timeout_ms: Any = None, paused: bool | None = None,
                         progress: Progress | None = None) -> dict[str, Any]:
         explicit = check_port(port) if port is not None else None
         if self.config.declaration is None and self.config.declaration_error is not None:
@@ -179,8 +180,14 @@ class Bridge:
             if progress is not None:
                 progress(elapsed_ms, total_ms, line)
 
-        result = self.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report)
-        self.forget(int(result["port"]))
+        env = {clock.START_PAUSED_ENV: "1"} if paused else None
+        result = self.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report, env=env)
+        launched = int(result["port"])
+        self.forget(launched)
+        if paused:
+            result.update(clock.confirm_paused_launch(
+                self.client(launched), lambda: self.stop_instance(port=launched, grace_ms=1000),
+                timeout_ms=self.config.timeout_ms))
         return result
 
     def stop_instance(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
@@ -453,8 +460,18 @@ class Bridge:
         def poll(remaining_ms: int | None) -> dict[str, Any]:
             return self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
 
-        result, state = wait_for_state(poll, condition, timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
+        result, state = wait_for_state(clock.RefusePaused(poll, target, condition), condition,
+                                       timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
         return {"port": target, **result, **summarise(state)}
+
+    def advance(self, *, port: Any = None, frames: Any = None, until: Any = None,
+                max_frames: Any = None) -> dict[str, Any]:
+        """Step a paused game (the clock extension): see core/clock.py."""
+        target = self._port(port)
+        inst = self._instance(target)
+        with inst.command_lock:
+            return self._guarded(target, lambda: clock.Advance(inst.client, timeout_ms=self.config.timeout_ms)
+                                 .run(frames, until, max_frames))
 
     # ------------------------------------------------------------------ eager
     def eager_targets(self) -> list[tuple[int, Manifest]]:

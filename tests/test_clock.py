@@ -1,0 +1,273 @@
+"""The bridge's side of ``clock`` through the real MCP client: ``advance`` (frames,
+until at exactly the first frame, maxFrames), ``wait_for`` on a paused game, and bad
+input, against the kit's demo game and against the hand-made reference game (which
+also lies on purpose). Launching paused and determinism are in test_clock_launch.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import anyio
+import pytest
+
+from game_bridge_mcp.config import Config
+from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.game._fruit import FruitMerge
+from game_bridge_mcp.game.demo import build
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
+from kit_helpers import looping
+from mcp_harness import connect, data, is_error, text
+from peers.handmade import HandmadeGame
+
+pytestmark = pytest.mark.timeout(60)
+
+SEED = 7
+MOVES = [0.5, 0.5, 0.5, 0.5, -2.0, 2.5]  # with SEED, the 2nd and 3rd merge
+
+
+def bridge_for(port: int) -> Bridge:
+    return Bridge(Config(port=port, environ={}, scan=False, registry=False))
+
+
+@contextmanager
+def demo(seed: int = SEED, *, paused: bool = True) -> Iterator[int]:
+    """The demo game on the kit, on a real loop thread, a round started, paused."""
+    game = FruitMerge(seed)
+    kit = build(game, register=False, environ={"GAME_BRIDGE_START_PAUSED": "1"} if paused else {})
+    game.new_round()
+    with looping(kit, game.update, hz=200, render=game.frame_tick) as port:
+        yield port
+
+
+def reference(seed: int, moves: list[float]) -> list[tuple[int, int | None]]:
+    """The demo's rules on their own: for each move, the simulation frames until the
+    board settles, and the frame of the first merge (None when none)."""
+    out: list[tuple[int, int | None]] = []
+    events: list[str] = []
+    game = FruitMerge(seed, emit=lambda m, **_f: events.append(m))
+    game.new_round()
+    for x in moves:
+        game.drop(x)
+        frames, merged = 0, None
+        while game.moving:
+            mark = len(events)
+            game.tick()
+            frames += 1
+            if merged is None and any(e.startswith("merge:") for e in events[mark:]):
+                merged = frames
+        out.append((frames, merged))
+    return out
+
+
+async def call(client: Any, name: str, port: int, **arguments: Any) -> Any:
+    return await client.call_tool("call_tool", {"name": name, "port": port, "arguments": arguments})
+
+
+async def loop_frames_pass(client: Any, port: int, count: int, timeout_s: float = 10.0) -> None:
+    """Wait until the game's loop has turned ``count`` more times (``frame``)."""
+    first = data(await call(client, "get_health", port))["frame"]
+    deadline = time.monotonic() + timeout_s
+    while data(await call(client, "get_health", port))["frame"] < first + count:
+        assert time.monotonic() < deadline, "the game's loop stopped turning"
+        await anyio.sleep(0.002)
+
+
+def test_advance_until_stops_at_exactly_the_frame_the_rules_say() -> None:
+    expected = reference(SEED, MOVES)
+    assert any(merged for _f, merged in expected), "pick moves that merge, so the event case is tested"
+    with demo() as port:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(port))) as client:
+                for x, (frames, merged) in zip(MOVES, expected):
+                    start = data(await call(client, "get_state", port, summary=True))
+                    assert start["paused"] is True
+                    assert not is_error(await call(client, "drop", port, x=x))
+                    if merged is not None:  # first to the merge, then on until settled
+                        hit = data(await call(client, "advance", port, until={"event": "merge"}))
+                        assert hit["matched"] is True and hit["framesAdvanced"] == merged
+                        assert hit["value"].startswith("merge:")
+                        rest = frames - merged
+                    else:
+                        rest = frames
+                    done = data(await call(client, "advance", port, until={"path": "game.moving", "equals": 0}))
+                    assert done["matched"] is True and done["framesAdvanced"] == rest, (x, done)
+                    assert done["game"]["moving"] == 0 and done["paused"] is True
+                    assert done["simFrame"] == start["simFrame"] + frames
+                # Already settled: 0 frames, and the world did not move.
+                again = data(await call(client, "advance", port, until={"path": "game.moving", "equals": 0}))
+                assert again["matched"] is True and again["framesAdvanced"] == 0
+        anyio.run(main)
+
+
+def test_frames_alone_step_exactly_that_many_and_stay_paused() -> None:
+    with demo() as port, HandmadeGame(hz=500, start_paused=True) as hand:
+        async def main() -> None:
+            for target in (port, hand.port):
+                async with connect(BridgeServer(bridge_for(target))) as client:
+                    before = data(await call(client, "get_state", target, summary=True))
+                    one = data(await call(client, "advance", target))
+                    assert one["framesAdvanced"] == 1 and one["simFrame"] == before["simFrame"] + 1
+                    many = data(await call(client, "advance", target, frames=250))
+                    assert many["matched"] is True and many["framesAdvanced"] == 250
+                    assert many["simFrame"] == before["simFrame"] + 251 and many["paused"] is True
+                    await loop_frames_pass(client, target, 5)
+                    held = data(await call(client, "get_state", target, summary=True))
+                    assert held["simFrame"] == many["simFrame"] and held["frame"] > many["frame"]
+        anyio.run(main)
+
+
+def test_until_on_the_hand_made_game_every_shape() -> None:
+    with HandmadeGame(hz=1000, start_paused=True) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                start = data(await call(client, "get_state", game.port, summary=True))["simFrame"]
+                hit = data(await call(client, "advance", game.port, until={"path": "simFrame", "equals": start + 37}))
+                assert hit == {**hit, "matched": True, "framesAdvanced": 37, "value": start + 37, "simFrame": start + 37}
+                changed = data(await call(client, "advance", game.port, until={"path": "simFrame", "changes": True}))
+                assert changed["framesAdvanced"] == 1 and changed["initialValue"] == start + 37
+                # The world of this game moves only by commands: until never holds.
+                never = data(await call(client, "advance", game.port, until={"path": "game.x", "equals": 2}, maxFrames=25))
+                assert never["matched"] is False and never["framesAdvanced"] == 25 and never["lastValue"] == 0
+                assert "did not hold within 25 frames" in never["note"]
+                capped = data(await call(client, "advance", game.port, until={"event": "moved"}, frames=5, maxFrames=9))
+                assert capped["matched"] is False and capped["framesAdvanced"] == 5
+                missing = data(await call(client, "advance", game.port, until={"path": "game.nope", "equals": 1}, maxFrames=3))
+                assert missing["matched"] is False and missing["pathFound"] is False
+        anyio.run(main)
+
+
+def test_an_old_event_does_not_count_only_one_that_appears() -> None:
+    with demo() as port:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(port))) as client:
+                for x in (0.5, 0.5):  # two cherries in one column merge
+                    data(await call(client, "drop", port, x=x))
+                    data(await call(client, "advance", port, until={"path": "game.moving", "equals": 0}))
+                state = data(await call(client, "get_state", port, summary=True))
+                assert state["game"]["merges"] == 1 and any(e.startswith("merge:") for e in state["events"])
+                quiet = data(await call(client, "advance", port, until={"event": "merge"}, maxFrames=20))
+                assert quiet["matched"] is False and quiet["framesAdvanced"] == 20
+        anyio.run(main)
+
+
+@pytest.mark.parametrize("arguments, needle", [
+    ({"frames": 0}, "'frames' must be between 1 and 10000, not 0"),
+    ({"frames": -5}, "'frames' must be between 1 and 10000, not -5"),
+    ({"frames": 1_000_000}, "'frames' must be between 1 and 10000, not 1000000"),
+    ({"frames": "5"}, "'frames' must be of type integer"),
+    ({"frames": 2.5}, "'frames' must be of type integer"),
+    ({"maxFrames": 0, "until": {"path": "simFrame", "changes": True}}, "'maxFrames' must be between 1 and 10000"),
+    ({"maxFrames": 10}, "maxFrames bounds an 'until'"),
+    ({"until": "game.x"}, "'until' must be of type object"),
+    ({"until": {}}, "exactly one condition"),
+    ({"until": {"path": "game.x"}}, "exactly one condition"),
+    ({"until": {"equals": 1}}, "'path' is required"),
+    ({"until": {"path": "game.x", "equals": 1, "timeoutMs": 50}}, "bounded by frames"),
+    ({"until": {"path": 5, "equals": 1}}, "until.path must be a dotted path"),
+    ({"until": {"path": "game.x", "changes": "yes"}}, "until.changes must be true or false"),
+    ({"until": {"event": ""}}, "until.event must be the text"),
+    ({"seconds": 3}, "unknown argument 'seconds'"),
+])
+def test_bad_input_is_a_clear_error_and_the_bridge_keeps_serving(arguments: dict, needle: str) -> None:
+    with HandmadeGame(hz=500, start_paused=True) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                before = data(await call(client, "get_state", game.port, summary=True))["simFrame"]
+                bad = await call(client, "advance", game.port, **arguments)
+                assert is_error(bad) and text(bad).startswith("BridgeUsageError") and needle in text(bad), text(bad)
+                after = data(await call(client, "get_state", game.port, summary=True))["simFrame"]
+                assert after == before  # refused before anything was stepped
+                assert data(await call(client, "advance", game.port, frames=2))["framesAdvanced"] == 2
+        anyio.run(main)
+
+
+@pytest.mark.parametrize("lie, needle", [
+    ("simframe-runs-while-paused", "simFrame ran on while paused"),
+    ("step-early", "publishes step's completion before its frames have run"),
+    ("step-short", "publishes step's completion before its frames have run"),
+])
+def test_a_game_whose_clock_lies_is_caught_and_named(lie: str, needle: str) -> None:
+    with HandmadeGame(hz=300, start_paused=True, lies={lie}) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                for args in ({"until": {"path": "game.x", "equals": 3}}, {"frames": 5}):
+                    r = await call(client, "advance", game.port, **args)
+                    assert is_error(r) and text(r).startswith("NotAGameSurface"), text(r)
+                    assert "advertises clock but broke it" in text(r) and needle in text(r), text(r)
+                    assert "check --port" in text(r)
+                assert data(await call(client, "get_health", game.port))["ok"] is True
+        anyio.run(main)
+
+
+def test_no_clock_is_a_clear_error() -> None:
+    with HandmadeGame(hz=300, features={"results", "after"}) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                r = await call(client, "advance", game.port, frames=3)
+                assert is_error(r) and text(r).startswith("BridgeUsageError"), text(r)
+                assert "has no clock" in text(r) and "(after, results)" in text(r)
+                waited = data(await call(client, "wait_for", game.port, path="game.x", equals=0))
+                assert waited["matched"] is True  # a game without a clock is waited on as ever
+        anyio.run(main)
+
+
+def test_a_running_game_is_paused_first_and_says_so() -> None:
+    with demo(paused=False) as port, HandmadeGame(hz=500) as hand:
+        async def main() -> None:
+            for target in (port, hand.port):
+                async with connect(BridgeServer(bridge_for(target))) as client:
+                    r = data(await call(client, "advance", target, frames=3))
+                    assert r["framesAdvanced"] == 3 and r["paused"] is True
+                    assert "was running; advance paused it first" in r["note"] and "resume" in r["note"]
+                    again = data(await call(client, "advance", target, frames=3))
+                    assert "note" not in again and again["simFrame"] == r["simFrame"] + 3
+        anyio.run(main)
+
+
+def test_wait_for_on_a_paused_game_fails_at_once_and_points_to_advance() -> None:
+    with demo() as port, HandmadeGame(hz=500, start_paused=True) as hand:
+        async def main() -> None:
+            for target, path, value in ((port, "game.moving", 1), (hand.port, "game.x", 3)):
+                async with connect(BridgeServer(bridge_for(target))) as client:
+                    r = await call(client, "wait_for", target, path=path, equals=value, timeoutMs=20000)
+                    assert is_error(r) and text(r).startswith("BridgeUsageError"), text(r)
+                    assert "is paused" in text(r) and '"name": "advance"' in text(r) and path in text(r)
+                    # What already holds is answered: nothing needs to move for it.
+                    current = data(await call(client, "get_state", target, summary=True))
+                    held = data(await call(client, "wait_for", target, path="simFrame", equals=current["simFrame"]))
+                    assert held["matched"] is True
+        anyio.run(main)
+
+
+def test_a_game_that_dies_mid_advance_is_offline_with_how_far_it_got() -> None:
+    game = HandmadeGame(hz=1000, start_paused=True).start()
+    port = game.port
+    bridge = bridge_for(port)
+    stopped = threading.Event()
+    try:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge)) as client:
+                start = data(await call(client, "get_state", port, summary=True))["simFrame"]
+
+                def kill_when_advancing() -> None:
+                    deadline = time.monotonic() + 20
+                    while game.sim_frame < start + 20 and time.monotonic() < deadline:
+                        time.sleep(0.002)
+                    game.stop()
+                    stopped.set()
+
+                killer = threading.Thread(target=kill_when_advancing, daemon=True)
+                killer.start()
+                r = await call(client, "advance", port, until={"path": "game.x", "equals": 3}, maxFrames=10000)
+                killer.join(10)
+                assert is_error(r) and text(r).startswith("GameOffline"), text(r)
+                assert "stopped answering during advance, after" in text(r) and "frames (simFrame" in text(r)
+                with HandmadeGame(hz=300, start_paused=True) as other:  # the bridge keeps serving
+                    assert data(await call(client, "advance", other.port, frames=2))["framesAdvanced"] == 2
+        anyio.run(main)
+    finally:
+        if not stopped.is_set():
+            game.stop()
