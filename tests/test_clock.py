@@ -19,7 +19,7 @@ from game_bridge_mcp.game._fruit import FruitMerge
 from game_bridge_mcp.game.demo import build
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from kit_helpers import looping
-from mcp_harness import connect, data, is_error, text
+from mcp_harness import connect, data, is_error, start_call, text
 from peers.handmade import HandmadeGame
 
 pytestmark = pytest.mark.timeout(60)
@@ -271,3 +271,30 @@ def test_a_game_that_dies_mid_advance_is_offline_with_how_far_it_got() -> None:
     finally:
         if not stopped.is_set():
             game.stop()
+
+
+def test_a_cancelled_advance_ends_between_frames() -> None:
+    with HandmadeGame(hz=1000, start_paused=True) as game:
+        app = BridgeServer(bridge_for(game.port))
+
+        async def main() -> None:
+            async with connect(app) as client:
+                async with anyio.create_task_group() as tasks:
+                    start = game.sim_frame
+                    running = await start_call(client, tasks, "call_tool", {
+                        "name": "advance", "port": game.port,
+                        "arguments": {"until": {"path": "game.x", "equals": 3}, "maxFrames": 10000}})
+                    deadline = time.monotonic() + 10
+                    while game.sim_frame < start + 10:  # it is stepping
+                        assert time.monotonic() < deadline, "advance did not start stepping"
+                        await anyio.sleep(0.005)
+                    await running.cancel()
+                    deadline = time.monotonic() + 10
+                    while app.calls_in_flight:
+                        assert time.monotonic() < deadline, "the cancelled advance went on stepping"
+                        await anyio.sleep(0.005)
+                    assert running.result is None
+                stopped_at = game.sim_frame
+                await loop_frames_pass(client, game.port, 5)
+                assert game.sim_frame == stopped_at < start + 10000  # nothing steps it any more
+        anyio.run(main)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
+from .. import polling
 from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandTimeout, GameOffline,
                       GamePaused)
 from ..jsonio import as_int
@@ -169,6 +170,7 @@ class Advance:
         watch = _Until(condition, state)
         matched = watch.holds(state, first=True)
         while not matched and self.advanced < limit:
+            polling.check_cancelled()  # a cancelled call ends between frames, not after maxFrames
             state = self._step(1, state, generation)
             matched = watch.holds(state)
         if not matched:
