@@ -125,7 +125,7 @@ def test_until_on_the_hand_made_game_every_shape() -> None:
             async with connect(BridgeServer(bridge_for(game.port))) as client:
                 start = data(await call(client, "get_state", game.port, summary=True))["simFrame"]
                 hit = data(await call(client, "advance", game.port, until={"path": "simFrame", "equals": start + 37}))
-                assert hit == {**hit, "matched": True, "framesAdvanced": 37, "value": start + 37, "simFrame": start + 37}
+                assert hit == {**hit, "matched": True, "framesAdvanced": 37, "path": "simFrame", "simFrame": start + 37}
                 changed = data(await call(client, "advance", game.port, until={"path": "simFrame", "changes": True}))
                 assert changed["framesAdvanced"] == 1 and changed["initialValue"] == start + 37
                 # The world of this game moves only by commands: until never holds.
@@ -166,9 +166,10 @@ def test_an_old_event_does_not_count_only_one_that_appears() -> None:
     ({"until": {"path": "game.x"}}, "exactly one condition"),
     ({"until": {"equals": 1}}, "'path' is required"),
     ({"until": {"path": "game.x", "equals": 1, "timeoutMs": 50}}, "bounded by frames"),
-    ({"until": {"path": 5, "equals": 1}}, "until.path must be a dotted path"),
-    ({"until": {"path": "game.x", "changes": "yes"}}, "until.changes must be true or false"),
-    ({"until": {"event": ""}}, "until.event must be the text"),
+    ({"until": {"path": 5, "equals": 1}}, "'path' must be a dotted path"),
+    ({"until": {"path": "game.x", "changes": "yes"}}, "'changes' must be true"),
+    ({"until": {"event": ""}}, "'event' must be a non-empty text"),
+    ({"until": {"path": "game.x", "equals": 1, "wait": 3}}, "unknown key 'wait'"),
     ({"seconds": 3}, "unknown argument 'seconds'"),
 ])
 def test_bad_input_is_a_clear_error_and_the_bridge_keeps_serving(arguments: dict, needle: str) -> None:
@@ -297,4 +298,35 @@ def test_a_cancelled_advance_ends_between_frames() -> None:
                 stopped_at = game.sim_frame
                 await loop_frames_pass(client, game.port, 5)
                 assert game.sim_frame == stopped_at < start + 10000  # nothing steps it any more
+        anyio.run(main)
+
+
+def test_without_seq_an_event_already_there_does_not_count() -> None:
+    features = {"results", "after", "view", "clock"}  # no events: entries carry no seq
+    with HandmadeGame(hz=500, start_paused=True, features=features) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                data(await call(client, "emit", game.port, n=3))
+                state = data(await call(client, "get_state", game.port))
+                assert [e["m"] for e in state["events"]] == ["ping"] * 3 and "seq" not in state["events"][0]
+                quiet = data(await call(client, "advance", game.port, until={"event": "ping"}, maxFrames=5))
+                assert quiet["matched"] is False and quiet["framesAdvanced"] == 5
+        anyio.run(main)
+
+
+def test_call_tool_until_on_a_paused_game_answers_at_once_that_it_is_paused() -> None:
+    with HandmadeGame(hz=500, start_paused=True) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                def move(until: dict[str, Any]) -> Any:
+                    return client.call_tool("call_tool", {"name": "move", "port": game.port, "arguments": {"dx": 1},
+                                                          "until": until})
+                r = data(await move({"path": "game.x", "equals": 5, "timeoutMs": 30000}))
+                assert r["applied"] is True and r["settled"] is False and r["lastValue"] == 1
+                assert "is paused" in r["note"] and '"name": "advance"' in r["note"]
+                held = data(await move({"path": "game.x", "equals": 2}))
+                assert held["settled"] is True  # what holds at once is answered as ever
+                wrong = await client.call_tool("call_tool", {"name": "advance", "port": game.port,
+                                                             "until": {"path": "game.x", "equals": 2}})
+                assert is_error(wrong) and "among its arguments" in text(wrong)
         anyio.run(main)

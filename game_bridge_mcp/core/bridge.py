@@ -24,7 +24,7 @@ from . import listing
 from .digest import summarise
 from .outcome import command_outcome
 from .screenshot import Screenshots
-from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline
+from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
 from ..jsonio import as_int
 from ..manifest.choose import ManifestFile, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
@@ -267,6 +267,9 @@ class Bridge:
             raise BridgeUsageError(f"call_tool got two different ports ({port} and arguments.port {inner_port}); give one.")
         target = self._port(port if port is not None else inner_port)
         if name in BRIDGE_TOOL_NAMES:
+            if wait is not None and name == "advance":
+                raise BridgeUsageError("call_tool: advance takes its condition among its arguments: "
+                                       "{\"name\": \"advance\", \"arguments\": {\"until\": {...}}}.")
             if wait is not None and name != "raw_command":
                 raise BridgeUsageError(f"call_tool: 'until' waits after a command; {name} is not one. "
                                        "Use it with a game tool or raw_command (or call wait_for).")
@@ -394,8 +397,12 @@ class Bridge:
         def poll(remaining_ms: int | None) -> dict[str, Any]:
             return self._guarded(port, lambda: client.state(timeout_ms=remaining_ms))
 
-        waited = wait_until(poll, watch, timeout_ms=until.timeout_ms, poll_cost_s=lambda: client.state_cost_s,
-                            first=first)
+        paused = clock.RefusePaused(poll, port, until.condition, last=first)
+        try:
+            waited = wait_until(paused, watch, timeout_ms=until.timeout_ms, poll_cost_s=lambda: client.state_cost_s,
+                                first=first)
+        except GamePaused as exc:  # the command was applied; only the wait is pointless
+            return {"settled": False, **watch.report(), "note": exc.message, "_state": paused.last or {}}
         out: dict[str, Any] = {"settled": waited.matched, **watch.report()}
         if not waited.matched:
             out["note"] = watch.miss_note(waited.total_ms)

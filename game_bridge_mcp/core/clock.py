@@ -15,6 +15,8 @@ Rules an agent can rely on (the README says them too):
   at most ``maxFrames`` (default 600) or ``frames`` when given (the smaller of both);
   checked against the state before the first step too, so a condition that already
   holds advances 0 frames. ``{event}`` means an event that appears during the advance.
+  The condition is core/waiting.py's (the one ``wait_for`` and ``until`` use), watched
+  from the state before the first step.
 * Every step must move ``simFrame`` by exactly its frames; otherwise the game's clock is
   broken and ``advance`` stops with ClockBroken (rendered as NotAGameSurface).
 """
@@ -25,11 +27,12 @@ import logging
 from typing import Any, Callable, Mapping
 
 from .. import polling
-from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandTimeout, GameOffline,
-                      GamePaused)
+from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed, CommandTimeout,
+                      GameOffline, GamePaused)
 from ..jsonio import as_int
 from ..wire.client import GameClient
-from .digest import event_text, get_path, json_equal, summarise
+from .digest import summarise
+from .outcome import command_outcome
 from .waiting import Condition
 
 #: The environment variable that starts a game paused (extensions.md, ``clock``).
@@ -40,95 +43,23 @@ DEFAULT_MAX_FRAMES = 600
 #: A single ``step {frames: N}`` may take this much longer than the command timeout per
 #: frame (when the game's loop period is not known yet; else twice that period).
 STEP_ALLOWANCE_S = 0.05
-UNTIL_KEYS = ("path", "equals", "changes", "event")
 
 log = logging.getLogger(__name__)
 
 
 def parse_until(until: Any) -> Condition:
-    """``{path, equals}``, ``{path, changes: true}`` or ``{event}`` as a Condition."""
-    if not isinstance(until, Mapping):
-        raise BridgeUsageError(f"advance: 'until' must be an object such as {{\"path\": \"game.moving\", "
-                               f"\"equals\": 0}}, not {type(until).__name__}.")
-    unknown = sorted(str(k) for k in until if k not in UNTIL_KEYS)
-    if unknown:
-        extra = (" advance is bounded by frames (maxFrames), not by time." if "timeoutMs" in unknown else "")
-        raise BridgeUsageError(f"advance: 'until' does not take {', '.join(unknown)}; it takes "
-                               f"{', '.join(UNTIL_KEYS)} (the shapes of wait_for).{extra}")
-    path, event, changes = until.get("path"), until.get("event"), until.get("changes", False)
-    if path is not None and (not isinstance(path, str) or not path.strip()):
-        raise BridgeUsageError("advance: until.path must be a dotted path into /state, e.g. 'game.moving'.")
-    if event is not None and (not isinstance(event, str) or not event):
-        raise BridgeUsageError("advance: until.event must be the text to look for in new events, e.g. 'merge'.")
-    if not isinstance(changes, bool):
-        raise BridgeUsageError(f"advance: until.changes must be true or false, not {changes!r}.")
-    condition = Condition(path=path, equals=until.get("equals"), has_equals="equals" in until,
-                          changes=changes, event=event)
-    try:
-        condition.check()
-    except BridgeUsageError as exc:
-        raise BridgeUsageError(exc.message.replace("wait_for", "advance: until", 1)) from None
+    """``{path, equals}``, ``{path, changes: true}`` or ``{event}`` as a Condition (the
+    shapes and checks of ``wait_for`` and ``call_tool``'s ``until``; no ``timeoutMs``:
+    advance is bounded by frames)."""
+    if isinstance(until, Mapping) and "timeoutMs" in until:
+        raise BridgeUsageError("advance's until takes no timeoutMs: advance is bounded by frames "
+                               "(maxFrames, default 600), not by time.")
+    condition, _timeout = Condition.from_spec(until, what="advance's until", timeout=False)
     return condition
 
 
-def new_events(before: list[Any], after: list[Any]) -> list[Any]:
-    """The entries of ``after`` (a newer ``/state.events``) not already in ``before``: by
-    ``seq`` when every entry has one, else by the longest overlap of ``before``'s end with
-    ``after``'s start (each frame is checked, so the two lists differ by little)."""
-    seqs = [as_int(e.get("seq")) if isinstance(e, Mapping) else None for e in after]
-    if after and all(s is not None for s in seqs):
-        old = [as_int(e.get("seq")) for e in before if isinstance(e, Mapping)]
-        last = max((s for s in old if s is not None), default=None)
-        return after if last is None else [e for e, s in zip(after, seqs) if s is not None and s > last]
-    for overlap in range(min(len(before), len(after)), 0, -1):
-        if before[-overlap:] == after[:overlap]:
-            return after[overlap:]
-    return after
-
-
-def _events(state: Mapping[str, Any]) -> list[Any]:
-    events = state.get("events")
-    return events if isinstance(events, list) else []
-
-
-class _Until:
-    """Evaluates one Condition against each state of an advance."""
-
-    def __init__(self, condition: Condition, first: Mapping[str, Any]) -> None:
-        self.condition = condition
-        self.initial = get_path(first, condition.path) if condition.path else (False, None)
-        self.previous = _events(first)
-        self.found: bool = self.initial[0]
-        self.value: Any = self.initial[1]
-
-    def holds(self, state: Mapping[str, Any], *, first: bool = False) -> bool:
-        c = self.condition
-        if c.event is not None:
-            current = _events(state)
-            fresh = [] if first else [t for t in (event_text(e) for e in new_events(self.previous, current))
-                                      if t is not None and c.event in t]
-            self.previous = current
-            self.found, self.value = bool(fresh), (fresh[0] if fresh else None)
-            return bool(fresh)
-        self.found, self.value = get_path(state, c.path or "")
-        if c.has_equals:
-            return self.found and json_equal(self.value, c.equals)
-        was_found, was = self.initial
-        return self.found != was_found or (self.found and not json_equal(self.value, was))
-
-    def report(self, matched: bool) -> dict[str, Any]:
-        c = self.condition
-        if c.event is not None:
-            return {"event": c.event, **({"value": self.value} if matched else {})}
-        out: dict[str, Any] = {"path": c.path, ("value" if matched else "lastValue"): self.value}
-        if not self.found:
-            out["pathFound"] = False
-        if c.changes:
-            out["initialValue"] = self.initial[1]
-        return out
-
-
 def _until_shape(condition: Condition) -> str:
+    """The condition as the JSON an agent would pass back, for messages."""
     import json
 
     if condition.event is not None:
@@ -167,16 +98,20 @@ class Advance:
             return self._answer(state, matched=True)
         bounds = [b for b in (count, bound) if b is not None]
         limit = min(bounds) if bounds else DEFAULT_MAX_FRAMES
-        watch = _Until(condition, state)
-        matched = watch.holds(state, first=True)
+        watch = condition.watch(baseline=state)
+        matched = watch.observe(state)  # what already holds needs no frame
         while not matched and self.advanced < limit:
             polling.check_cancelled()  # a cancelled call ends between frames, not after maxFrames
             state = self._step(1, state, generation)
-            matched = watch.holds(state)
+            matched = watch.observe(state)
         if not matched:
             self.notes.append(f"until {_until_shape(condition)} did not hold within {limit} frames; "
                               "the game stays paused here. Advance again to go on.")
-        return self._answer(state, matched=matched, **watch.report(matched))
+        seen: dict[str, Any] = {"event": condition.event} if condition.event is not None else {"path": condition.path}
+        seen.update(watch.report())
+        if condition.changes and watch.initial is not None:
+            seen["initialValue"] = watch.initial[1]
+        return self._answer(state, matched=matched, **seen)
 
     # ------------------------------------------------------------------ parts
     def _start(self) -> dict[str, Any]:
@@ -225,6 +160,10 @@ class Advance:
         state = outcome.get("state")
         if not isinstance(state, dict):
             state = self.client.state()
+        done = command_outcome(state, as_int(outcome.get("commandId")))
+        if done.ok is False:
+            raise CommandFailed(self.port, "advance", done.reason or "", command="step",
+                                command_id=as_int(outcome.get("commandId")), after=summarise(state))
         if self.client.generation != generation:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} restarted during advance ({self._where(before)}): frame went "
@@ -322,11 +261,13 @@ class RefusePaused:
     not already hold on it), the next poll fails at once with GamePaused, since waiting
     on a stopped clock could only time out."""
 
-    def __init__(self, poll: Callable[[int | None], dict[str, Any]], port: int, condition: Condition) -> None:
+    def __init__(self, poll: Callable[[int | None], dict[str, Any]], port: int, condition: Condition, *,
+                 last: Mapping[str, Any] | None = None) -> None:
         self.poll = poll
         self.port = port
         self.condition = condition
-        self.last: Mapping[str, Any] | None = None
+        #: The newest state looked at (``last``: one already in hand, e.g. a command's).
+        self.last: Mapping[str, Any] | None = last
 
     def __call__(self, remaining_ms: int | None) -> dict[str, Any]:
         if self.last is not None and self.last.get("paused") is True:
@@ -342,4 +283,4 @@ class RefusePaused:
 
 
 __all__ = ["Advance", "DEFAULT_MAX_FRAMES", "MAX_ADVANCE_FRAMES", "RefusePaused", "START_PAUSED_ENV",
-           "confirm_paused_launch", "new_events", "parse_until"]
+           "confirm_paused_launch", "parse_until"]

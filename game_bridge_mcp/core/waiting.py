@@ -14,8 +14,10 @@ Evaluating a condition against one state (what ``advance`` does after each step)
     watch.report()                                   # {value | lastValue, pathFound?, ...}
 
 ``changes`` compares with the baseline state (or, without one, the first state observed);
-``event`` counts only events the baseline did not have (by ``seq``; without ``seq`` any
-recent event counts, as the game cannot say which are new).
+``event`` counts only events the baseline did not have: by ``seq``; without ``seq``, the
+entries past the longest overlap of the previous state's list with the new one (so an
+event repeated exactly, entry for entry, cannot be told from the old one). Without a
+baseline, any recent event counts.
 """
 
 from __future__ import annotations
@@ -125,6 +127,15 @@ def _seq(event: Any) -> int | None:
     return as_int(event.get("seq")) if isinstance(event, Mapping) else None
 
 
+def new_entries(before: list[Any], after: list[Any]) -> list[Any]:
+    """The entries of ``after`` (a newer ``/state.events``, without ``seq``) that were not
+    in ``before``: those past the longest end of ``before`` that ``after`` starts with."""
+    for overlap in range(min(len(before), len(after)), 0, -1):
+        if before[-overlap:] == after[:overlap]:
+            return after[overlap:]
+    return after
+
+
 @dataclass
 class Watch:
     """One evaluation of a Condition over successive states; :meth:`observe` each one."""
@@ -137,6 +148,8 @@ class Watch:
     initial: tuple[bool, Any] | None = None
     observed: int = 0
     _since_seq: int | None = field(default=None, repr=False)
+    #: Without seq: the events of the last state looked at (from the baseline on).
+    _previous: list[Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.baseline is None:
@@ -145,6 +158,7 @@ class Watch:
             events = self.baseline.get("events")
             seqs = [s for s in (_seq(e) for e in events) if s is not None] if isinstance(events, list) else []
             self._since_seq = max(seqs) if seqs else None
+            self._previous = list(events) if isinstance(events, list) else []
         elif self.condition.changes:
             self.initial = get_path(self.baseline, self.condition.path or "")
 
@@ -154,8 +168,11 @@ class Watch:
         condition = self.condition
         if condition.event is not None:
             events = state.get("events")
+            entries = list(events) if isinstance(events, list) else []
+            if self._previous is not None and not any(_seq(e) is not None for e in entries):
+                entries, self._previous = new_entries(self._previous, entries), entries
             hits = []
-            for entry in events if isinstance(events, list) else []:
+            for entry in entries:
                 seq = _seq(entry)
                 if self._since_seq is not None and seq is not None and seq <= self._since_seq:
                     continue
