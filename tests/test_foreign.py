@@ -8,13 +8,21 @@ import json
 import os
 import signal
 import subprocess
-import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from game_bridge_mcp.config import Config
+from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.discovery.report import discover
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.launch import parent
+from game_bridge_mcp.launch.launcher import Launcher
+from game_bridge_mcp.wire.client import GameClient
+from peers.fakegame import FakeGame
 from launch_helpers import (PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
                             wait_until, write_declaration)
 
@@ -94,3 +102,119 @@ def test_a_boot_death_by_signal_says_which(tmp_path: Path, launchers: LauncherFa
         launcher.launch()
     assert "killed by SIGABRT" in info.value.message
     assert info.value.fields["signal"] == "SIGABRT" and info.value.fields["exitCode"] == -signal.SIGABRT
+
+
+# --------------------------------------------------------------------------- a stranger on the port
+
+def kill_the_game_leave_the_shell(launcher: Launcher, port: int) -> None:
+    """The game (the shell's child) dies; the shell it ran in lives on, so the launched
+    tree is still there while the port is free for anyone."""
+    inst = launcher._instances[port]
+    game = inst.listener_pid()
+    assert game is not None and game != inst.proc.pid
+    os.kill(game, signal.SIGKILL)  # a process this test started (through the launcher)
+    assert wait_until(lambda: GameClient(port).port_is_quiet(timeout_ms=200), 5)
+
+
+def test_stop_leaves_a_stranger_on_a_crashed_games_port_alone(tmp_path: Path, launchers: LauncherFactory,
+                                                             guard: ProcessGuard) -> None:
+    launcher = launchers(write_declaration(tmp_path, shell=True, suffix="; sleep 600"))
+    port = launcher.launch()["port"]
+    kill_the_game_leave_the_shell(launcher, port)
+    with FakeGame(port=port) as stranger:
+        stopped = launcher.stop(port, grace_ms=1000)
+        assert "command" not in " ".join(stranger.requests) and "/command" not in stranger.requests
+        assert "left alone" in stopped["note"] and stopped["stopped"] is True
+        assert GameClient(port).health()["ok"] is True  # the newcomer still serves
+    assert wait_until(lambda: not guard.recorded(), 5)
+
+
+def test_list_instances_never_calls_a_strangers_listener_launched(tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path, shell=True, suffix="; sleep 600"))
+    port = launcher.launch()["port"]
+    bridge = Bridge(launcher.config, launcher=launcher)
+    (mine,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+    assert mine["launchedByThisBridge"] is True
+    kill_the_game_leave_the_shell(launcher, port)
+    with FakeGame(port=port):
+        (record,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+        assert record["launchedByThisBridge"] is False
+        assert "not part of it" in record["launchNote"]
+        assert record.get("pid") != launcher.info(port)["pid"]  # type: ignore[index]
+
+
+def test_a_stranger_answering_during_boot_fails_the_launch(tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path, "--boot-delay", "30"))
+    outcome: dict[str, BaseException | dict] = {}
+
+    def launch() -> None:
+        try:
+            outcome["result"] = launcher.launch()
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=launch)
+    thread.start()
+    assert wait_until(lambda: launcher.launched_ports(), 5)
+    (port,) = launcher.launched_ports()
+    with FakeGame(port=port) as stranger:  # binds before the booting game does
+        thread.join(20)
+        assert "/command" not in stranger.requests
+    assert isinstance(outcome.get("error"), BridgeUsageError), outcome
+    assert "outside the launched tree" in outcome["error"].message  # type: ignore[union-attr]
+
+
+def test_a_registry_entry_never_overrides_what_the_launcher_knows(tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path / "project", shell=True, suffix="; echo after"))
+    launched = launcher.launch()
+    port = launched["port"]
+    registry = launcher.config.registry_dir
+    registry.mkdir(parents=True, exist_ok=True)
+    # A live pid (this test's), a planted working directory and start time, the same port.
+    (registry / f"{os.getpid()}.json").write_text(json.dumps({
+        "name": "Planted", "port": port, "pid": os.getpid(), "host": "127.0.0.1",
+        "cwd": "/planted", "started": "2001-01-01T00:00:00Z", "protocol": 1}))
+    bridge = Bridge(launcher.config, launcher=launcher)
+    (record,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+    assert record["pid"] == launched["pid"] and record["cwd"] == launched["cwd"]
+    assert record["started"] != "2001-01-01T00:00:00Z" and record["launchedByThisBridge"] is True
+
+
+@contextmanager
+def listener_of_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A port listened on by another user: as root, a real server run as nobody; as
+    anyone else (who cannot start one), this process's own server while discovery is
+    told this process has another uid."""
+    system_python = "/usr/bin/python3"  # one that user nobody can run (this venv may be private)
+    if os.getuid() == 0 and os.access(system_python, os.X_OK):
+        script = ("import http.server as h, sys\n"
+                  "class H(h.BaseHTTPRequestHandler):\n"
+                  "    def do_GET(self):\n"
+                  "        body = b'{\"ok\": true, \"frame\": 1}'\n"
+                  "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)\n"
+                  "    def log_message(self, *a): pass\n"
+                  "s = h.HTTPServer(('127.0.0.1', 0), H); print(s.server_address[1], flush=True); s.serve_forever()\n")
+        proc = subprocess.Popen([system_python, "-c", script], stdout=subprocess.PIPE, text=True, user=65534,
+                                cwd="/", env={"PATH": "/usr/bin:/bin"})
+        try:
+            assert proc.stdout is not None
+            yield int(proc.stdout.readline())
+        finally:
+            proc.kill()
+            proc.wait()
+        return
+    from game_bridge_mcp.discovery import report
+    with FakeGame() as game:
+        real = os.getuid()
+        monkeypatch.setattr(report.os, "getuid", lambda: real + 1)
+        yield game.port
+
+
+def test_a_listener_owned_by_another_user_is_flagged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with listener_of_another_user(tmp_path, monkeypatch) as port:
+        report = discover(Config(environ={}, registry_dir=tmp_path / "reg"), range_spec=str(port))
+    (record,) = report["live"]
+    assert record["otherUser"] is True and isinstance(record["listenerUid"], int)
+    with FakeGame() as mine:
+        (own,) = discover(Config(environ={}, registry_dir=tmp_path / "reg"), range_spec=str(mine.port))["live"]
+    assert "otherUser" not in own

@@ -9,7 +9,9 @@ probe under a short deadline) and sorts each into the ``list_instances`` report:
 
 * ``live``: answered ``GET /health`` with ``{"ok": true}``. Identity (name, version,
   toolsets) comes from the live ``/tools``; a registry entry adds only what the wire
-  cannot say (pid, cwd, start time) and only if its pid is still running.
+  cannot say (pid, cwd, start time), only if its pid is still running, and never over
+  what this bridge knows of a game it launched. A listener owned by another user of the
+  machine is flagged ``otherUser``.
 * ``stale``: a registry entry whose port does not answer as a game. Never an instance,
   never deleted unless ``prune`` is asked for *and* the port is quiet *and* the pid is
   gone.
@@ -29,11 +31,13 @@ names (``probe_port``, ``Probe``, ``connect_sweep``, ...) stay importable from h
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping
 
 from ..config import parse_port_spec
+from ..listeners import listeners, user_name
 from ..errors import BridgeUsageError
 from ..jsonio import as_int
 from ..manifest.choose import ManifestFile
@@ -151,16 +155,48 @@ def _live_record(target: _Target, probe: Probe, entry: RegistryEntry | None,
     record["manifest"] = manifest.source
     if probe.manifest_problem:
         record["manifestProblem"] = probe.manifest_problem
-    pid = entry.pid if entry is not None else as_int((launched or {}).get("pid"))
-    cwd = short_text(entry.cwd, CWD_LIMIT) if entry is not None else short_text((launched or {}).get("cwd"), CWD_LIMIT)
-    started = (short_text(entry.started, IDENTITY_LIMIT) if entry is not None
-               else short_text((launched or {}).get("started"), IDENTITY_LIMIT))
+    # What the bridge knows of a game it launched beats any file: a registry entry only
+    # fills what the launcher does not know (and is all there is for anyone else's game).
+    ours = launched is not None and launched.get("listener", "ours") == "ours"
+    known = launched if ours and launched is not None else {}
+    pid = as_int(known.get("pid"))
+    cwd = short_text(known.get("cwd"), CWD_LIMIT)
+    started = short_text(known.get("started"), IDENTITY_LIMIT)
+    if entry is not None:
+        pid = pid if pid is not None else entry.pid
+        cwd = cwd or short_text(entry.cwd, CWD_LIMIT)
+        started = started or short_text(entry.started, IDENTITY_LIMIT)
     for key, value in (("pid", pid), ("cwd", cwd), ("started", started), ("screen", probe.screen)):
         if value is not None:
             record[key] = value
     record["toolsets"] = [n for n in manifest.toolset_names() if n != "bridge"] + ["bridge"]
-    record["launchedByThisBridge"] = launched is not None
+    record["launchedByThisBridge"] = ours
+    if launched is not None and not ours:
+        launched_pid = as_int(launched.get("pid"))
+        record["launchNote"] = (f"this bridge launched a game on port {target.port}"
+                                + (f" (pid {launched_pid})" if launched_pid is not None else "")
+                                + ", but the process listening here now is not part of it: the launched "
+                                "game has exited and something else holds the port")
     return record
+
+
+def _flag_other_users(live: list[dict[str, Any]]) -> None:
+    """Mark each live record whose listening socket belongs to another user of this
+    machine (``otherUser``, with the uid and login name): it is not this user's game."""
+    if not live or not hasattr(os, "getuid"):
+        return
+    found = listeners([int(r["port"]) for r in live if "host" not in r]) or {}
+    me = os.getuid()
+    for record in live:
+        held = found.get(int(record["port"])) if "host" not in record else None
+        if held is None or me in held.uids or not held.uids:
+            continue
+        uid = min(held.uids)
+        record["otherUser"] = True
+        record["listenerUid"] = uid
+        name = user_name(uid)
+        if name:
+            record["listenerUser"] = name
 
 
 def _probe_targets(ordered: list[_Target], opener: Opener, timeout_ms: int,
@@ -205,8 +241,10 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
     ``known`` is the Bridge (see :class:`~.probe.KnownInstances`): its own client for each
     loopback port and its manifest cache, used from probe threads; without it each port
     gets a fresh client and ``/tools`` is read here. ``launched_ports`` (ports,
-    or a mapping port -> {pid, cwd, started}) are always probed and flagged
-    ``launchedByThisBridge``.
+    or a mapping port -> {pid, cwd, started, listener}) are always probed and flagged
+    ``launchedByThisBridge`` unless ``listener`` says the process listening there is
+    not part of the launched tree (then ``launchNote`` says so). What the mapping says
+    beats a registry entry for the same port.
 
     Raises BridgeUsageError for a bad ``range_spec``; nothing a game or a file says can
     make it raise.
@@ -306,6 +344,7 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
                 record["pruned"] = False
                 record["notPrunedBecause"] = f"port {record['port']} is not quiet"
 
+    _flag_other_users(live)
     report: dict[str, Any] = {
         "registryDir": str(directory),
         "live": live,

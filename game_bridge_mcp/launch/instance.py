@@ -33,10 +33,12 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import parent, procs
+from .. import listeners
 from .capture import OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
@@ -57,24 +59,8 @@ FAILURE_TAIL_LINES = 20
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 
 
-def _listening_inodes(port: int) -> set[str] | None:
-    """``{"socket:[inode]"}`` of TCP sockets listening on ``port``, from /proc/net
-    (None where there is no /proc/net/tcp)."""
-    found: set[str] = set()
-    seen_any = False
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as handle:
-                rows = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        seen_any = True
-        for row in rows:
-            cols = row.split()
-            # local_address is HEXIP:HEXPORT; state 0A is LISTEN; column 9 is the inode
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                found.add(f"socket:[{cols[9]}]")
-    return found if seen_any else None
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def signal_name(code: int | None) -> str | None:
@@ -113,6 +99,8 @@ class Instance:
     capture: OutputCapture
     started: float
     pidfd: int | None = None
+    #: When it was started, as an ISO 8601 UTC time (what list_instances shows).
+    started_at: str = ""
     ready: bool = False
     stopping: bool = False
     wrapper_exited: bool = False
@@ -160,6 +148,7 @@ class Instance:
                    proc=proc, leader=leader,
                    tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set()),
                    lock=lock, capture=capture, started=started, pidfd=pidfd,
+                   started_at=_utc_now(),
                    name=decl.name)
         inst.tree.leader_guard = inst.leader_unreaped
         return inst
@@ -191,9 +180,11 @@ class Instance:
 
     def info(self) -> dict[str, Any]:
         """What is known of this instance, as ``list_instances`` shows it."""
+        holder, _pid = self.port_holder()
         return {"port": self.port, "pid": self.game_pid or self.leader.pid, "name": self.name,
                 "version": self.version, "cwd": str(self.declaration.cwd), "ready": self.ready,
                 "running": not self.leader_exited() or self.wrapper_exited,
+                "started": self.started_at, "listener": holder,
                 "logFile": str(self.capture.log_path)}
 
     def _peek(self) -> Any:
@@ -260,52 +251,52 @@ class Instance:
                 pass
         time.sleep(timeout_s)
 
+    def port_holder(self) -> tuple[str, int | None]:
+        """Who listens on the port: ``("ours", pid)`` when a process of this tree holds
+        the listening socket (the game itself, when the command is a shell or a build
+        tool), ``("foreign", None)`` when something else does (the game died and a
+        stranger took the port), ``("none", None)`` when nothing listens, and
+        ``("unknown", None)`` where it cannot be told."""
+        found = listeners.listener(self.port)
+        tables = found is not None or listeners.can_tell()
+        if tables and found is None:
+            return "none", None
+        for marker_scan in (False, True):  # the marker scan is the expensive part
+            pid = listeners.holder(self.port, [r.pid for r in self.tree.live(marker_scan=marker_scan)], found)
+            if pid is not None:
+                return "ours", pid
+        return ("foreign" if tables else "unknown"), None
+
     def listener_pid(self) -> int | None:
-        """The pid in the tree that listens on the port (the game itself, when the
-        command is a shell or a build tool); None if it cannot be told."""
-        live = self.tree.live(marker_scan=False)
-        if len(live) <= 1:
-            return live[0].pid if live else None
-        inodes = _listening_inodes(self.port)
-        if inodes is not None:  # Linux: match the socket's inode among the tree's fds
-            for ref in live:
-                try:
-                    fds = os.listdir(f"/proc/{ref.pid}/fd")
-                except OSError:
-                    continue
-                for fd in fds:
-                    try:
-                        if os.readlink(f"/proc/{ref.pid}/fd/{fd}") in inodes:
-                            return ref.pid
-                    except OSError:
-                        continue
-            return None
-        if procs.psutil is None:  # pragma: no cover
-            return None
-        for ref in live:  # pragma: no cover - other platforms
-            try:
-                proc = procs.psutil.Process(ref.pid)
-                conns = getattr(proc, "net_connections", None) or proc.connections
-                for conn in conns(kind="tcp"):
-                    if conn.status == procs.psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == self.port:
-                        return ref.pid
-            except (procs.psutil.Error, OSError):
-                continue
-        return None
+        """The pid in the tree that listens on the port; None if none does (or it
+        cannot be told)."""
+        return self.port_holder()[1]
 
     def end_tree(self, *, opener: Opener | None, grace_ms: int,
-                 term_s: float) -> tuple[str, list[ProcRef]]:
+                 term_s: float) -> tuple[str, list[ProcRef], str | None]:
         """Ask the game to ``close``, wait up to ``grace_ms`` for its port to go quiet and
         its processes to exit, then terminate (``term_s``) and kill what is left.
-        Returns how it ended and the processes that survived SIGKILL."""
+        ``close`` goes only to a listener of this tree: when something else holds the
+        port now, it is left alone and the third value says so. Returns how it ended,
+        the processes that survived SIGKILL, and that note (or None)."""
+        holder, _pid = self.port_holder()
+        note = None
+        if holder in ("foreign", "unknown"):
+            note = (f"Port {self.port} is held by a process outside the launched tree (the launched game "
+                    "had already exited and something else took the port); it was not asked to close "
+                    "and was left alone." if holder == "foreign" else
+                    f"Who listens on port {self.port} cannot be told here, so no close was sent.")
         if not self.tree.live():
-            return "already exited", []
+            return "already exited", [], note
+        if holder != "ours":
+            how, survivors = procs.reap_tree(self.tree, term_s=0.0 if cancel_requested() else term_s, kill_s=1.0)
+            return how or "already exited", survivors, note
         try:
             self._ask_to_close(opener, grace_ms)
         except Cancelled:
             pass  # the client stopped waiting: skip the rest of the grace, end the tree at once
         how, survivors = procs.reap_tree(self.tree, term_s=0.0 if cancel_requested() else term_s, kill_s=1.0)
-        return how or "closed cleanly", survivors
+        return how or "closed cleanly", survivors, None
 
     def _ask_to_close(self, opener: Opener | None, grace_ms: int) -> None:
         """Send ``close`` and wait up to ``grace_ms`` for the port to go quiet and the

@@ -354,6 +354,11 @@ class Launcher:
 
     def _ready(self, inst: Instance, client: GameClient) -> dict:
         ready_ms = int((time.monotonic() - inst.started) * 1000)
+        self._note_descendants(inst)
+        holder, _pid = inst.port_holder()
+        if holder == "foreign":
+            self._fail_launch(inst, f"GET /health on port {inst.port} was answered by a process outside the "
+                                    "launched tree (something else took the port while the game was starting)")
         try:
             manifest = client.tools(timeout_ms=2000)
         except BridgeError:
@@ -397,7 +402,7 @@ class Launcher:
     def _stop_instance(self, inst: Instance, *, grace_ms: int, term_s: float) -> dict:
         def stop() -> dict[str, Any]:
             t0 = time.monotonic()
-            how, survivors = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
+            how, survivors, note = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
             result: dict[str, Any] = {
                 "port": inst.port, "stopped": not survivors, "how": how,
                 "pid": inst.game_pid or inst.leader.pid,
@@ -405,6 +410,8 @@ class Launcher:
                 "stoppedInMs": int((time.monotonic() - t0) * 1000),
                 "logFile": str(inst.capture.log_path)}
             _describe_exit(result, inst)
+            if note is not None:
+                result["note"] = note
             if survivors:
                 result["survivors"] = [ref.pid for ref in survivors]
                 result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "
