@@ -2,7 +2,9 @@
 
 A project says once how its game is started, so no caller ever types a build command or
 picks a port. This module is pure parsing over one file: it finds the file (walking up
-from a directory, the way tools find their config), checks every field, and returns a
+from a directory, the way tools find their config, but never past the repository root or
+the home directory), refuses one another user could have written (:mod:`.trust`), checks
+every field, and returns a
 frozen :class:`LaunchDeclaration` that renders the command for a given port. It never
 starts anything; :mod:`game_bridge_mcp.launch.launcher` does.
 
@@ -23,6 +25,7 @@ from typing import Any, Mapping
 from ..config import Config
 from ..errors import BridgeError, BridgeUsageError
 from ..jsonio import FileProblem, load_json_file
+from .trust import check_trusted
 
 #: The file name searched for.
 DECLARATION_FILE = "gamebridge.json"
@@ -105,21 +108,45 @@ class LaunchDeclaration:
         return line
 
 
-def find_declaration(start: Path) -> Path | None:
-    """The nearest ``gamebridge.json`` in ``start`` or any directory above it, or None."""
+#: A directory holding one of these is a repository root: the walk-up stops there.
+REPOSITORY_MARKERS = (".git", ".hg")
+
+
+def _is_repository_root(directory: Path) -> bool:
+    for name in REPOSITORY_MARKERS:
+        try:
+            if os.path.lexists(directory / name):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def find_declaration(start: Path, *, home: str | Path | None = None) -> Path | None:
+    """The nearest ``gamebridge.json`` in ``start`` or a directory above it, or None.
+
+    The walk stops at the repository root (a directory holding ``.git`` or ``.hg``) and
+    at the home directory (``home``, default the user's): a file above either is not the
+    project's own, and is never read."""
     try:
         here = Path(start).expanduser().resolve()
     except (OSError, RuntimeError):
         return None
     if here.is_file():
         here = here.parent
+    try:
+        top = Path(home).expanduser().resolve() if home else Path.home().resolve()
+    except (OSError, RuntimeError):
+        top = None
     for directory in (here, *here.parents):
         candidate = directory / DECLARATION_FILE
         try:
             if candidate.is_file():
                 return candidate
         except OSError:  # an unreadable directory on the way up is not an answer
-            continue
+            pass
+        if directory == top or _is_repository_root(directory):
+            return None
     return None
 
 
@@ -271,12 +298,14 @@ def parse_declaration(path: Path, document: Any) -> LaunchDeclaration:
 
 
 def load_declaration(path: Path) -> LaunchDeclaration:
-    """Read and validate a ``gamebridge.json``; BridgeUsageError names the file and field."""
+    """Read and validate a ``gamebridge.json``; BridgeUsageError names the file and field,
+    or (:func:`.trust.check_trusted`) why a file another user could have written is refused."""
     path = Path(path).expanduser()
     try:
         path = path.absolute()
     except OSError:  # a vanished working directory; keep the path as given
         pass
+    check_trusted(path)
     return parse_declaration(path, _read_document(path))
 
 
@@ -284,14 +313,16 @@ def apply_project_config(config: Config, *, cwd: Path | None = None, defer: bool
     """Find and read the project's ``gamebridge.json`` into ``config.declaration``.
 
     ``--config`` / ``GAME_BRIDGE_CONFIG`` names the file (an error if it is wrong);
-    otherwise the nearest ``gamebridge.json`` walking up from ``cwd``. No file is not an
+    otherwise the nearest ``gamebridge.json`` walking up from ``cwd`` (to the repository
+    root or the home directory, no further). Either way a file another user could have
+    written is refused (:mod:`.trust`): never run, never a launch hint. No file is not an
     error: ``launch_instance`` explains what to write when it is called. With ``defer``, a
     broken file that was found by walking up is kept in ``config.declaration_error`` (to be
     reported when something is launched) instead of raised.
     """
     if config.config_file is not None:
         return _use(config, load_declaration(config.config_file))
-    found = find_declaration(cwd or Path.cwd())
+    found = find_declaration(cwd or Path.cwd(), home=config.environ.get("HOME") or None)
     if found is None:
         return config
     try:

@@ -243,7 +243,8 @@ class Launcher:
             raise BridgeUsageError(
                 "launch_instance needs a launch declaration, and none was found: put a "
                 "gamebridge.json in your project root (the bridge looks in its working "
-                "directory and every directory above it), or point --config / "
+                "directory and the directories above it, up to the repository root or your "
+                "home directory), or point --config / "
                 "GAME_BRIDGE_CONFIG at one. It says how to start the game, with {port} where "
                 "the debug port goes:\n" + EXAMPLE + "\nUse \"argv\": [\"./run-game\", "
                 "\"--port\", \"{port}\"] instead of \"command\" to run without a shell.")

@@ -1,0 +1,124 @@
+"""Whether a launch declaration may be believed: it is code the bridge runs.
+
+Why this module exists: ``gamebridge.json`` names a command, and ``launch_instance`` runs
+it. A file that another user wrote, or could have replaced, is somebody else's command
+run as you. So a declaration is used only when
+
+* it is owned by you or by root, and nobody else may write to it, and
+* the directory holding it (and the directory holding the file it links to) lets nobody
+  else replace it: not writable by other users, unless the sticky bit is set (as on
+  ``/tmp``, where only a file's owner may remove or rename it).
+
+"Other users" is precise about groups: a directory writable by your own private group
+(the usual ``umask 002`` layout, one group per user) is yours; a group with anyone else
+in it is not. A refusal names the file, its owner and the fix, and a refused declaration
+is never run, and never shown as a launch hint either.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import BridgeUsageError
+
+
+def my_uid() -> int | None:
+    """This process's user id (None where there are no user ids)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _group_is_only(gid: int, uid: int) -> bool:
+    """Whether the only user in group ``gid`` is ``uid`` (a user-private group)."""
+    try:
+        import grp
+        import pwd
+    except ImportError:  # pragma: no cover - no groups on this platform
+        return False
+    try:
+        me = pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        members = set()
+    if members - {me.pw_name}:
+        return False
+    if me.pw_gid != gid and me.pw_name not in members:
+        return False  # a group we are not even in: its members are others
+    try:
+        return not any(entry.pw_gid == gid and entry.pw_uid != uid for entry in pwd.getpwall())
+    except OSError:  # pragma: no cover
+        return False
+
+
+def _others_can_write(info: os.stat_result, uid: int) -> bool:
+    if info.st_mode & stat.S_IWOTH:
+        return True
+    return bool(info.st_mode & stat.S_IWGRP) and not _group_is_only(info.st_gid, uid)
+
+
+def _login(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _refuse(path: Path, problem: str, fix: str) -> BridgeUsageError:
+    return BridgeUsageError(
+        f"Launch declaration {path} is not used: {problem}. A declaration is a command the "
+        f"bridge runs as you, so it must be yours and out of other users' reach. Fix: {fix}",
+        file=str(path), refused=True)
+
+
+def check_trusted(path: Path, *, uid: int | None = None) -> None:
+    """Raise BridgeUsageError naming the file, its owner and the fix unless ``path`` is a
+    declaration only you (or root) could have written. ``uid`` defaults to yours."""
+    uid = my_uid() if uid is None else uid
+    if uid is None:  # pragma: no cover - Windows: no owners to compare
+        return
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # reading it reports what is wrong
+    if info.st_uid not in (uid, 0):
+        raise _refuse(path, f"it is owned by {_user(info.st_uid)}, not by you ({_user(uid)}) or root",
+                      f"if it is yours, take it back (chown {_login(uid)} {path}); if not, "
+                      "delete it, or name your own with --config")
+    if _others_can_write(info, uid):
+        raise _refuse(path, f"other users may write to it (mode {stat.filemode(info.st_mode)})",
+                      f"chmod go-w {path}")
+    directories = [path.parent]
+    try:
+        real = path.resolve().parent
+        if real != path.parent:
+            directories.append(real)
+    except (OSError, RuntimeError):
+        pass
+    for directory in directories:
+        try:
+            held = os.stat(directory)
+        except OSError:
+            continue
+        if _others_can_write(held, uid) and not held.st_mode & stat.S_ISVTX:
+            raise _refuse(path, f"it is in {directory}, which other users may write to "
+                                f"(mode {stat.filemode(held.st_mode)}, owner {_user(held.st_uid)}, no "
+                                "sticky bit), so anyone could have put it there or replaced it",
+                          f"chmod go-w {directory} (or move the project somewhere only you can write)")
+
+
+__all__ = ["check_trusted", "my_uid"]
