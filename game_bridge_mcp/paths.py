@@ -134,8 +134,11 @@ def screenshot_dir(environ: Mapping[str, str] | None = None) -> Path | None:
 
 
 def fallback_locks_dir() -> Path:
-    """Where port locks go when the home's ``locks/`` cannot be made (a read-only home)."""
-    return Path(tempfile.gettempdir()) / f"game-bridge-locks-{_user_tag()}"
+    """Where port locks go when the home's ``locks/`` cannot be made (a read-only home):
+    ``<tempdir>/game-bridge-locks-<uid>`` if it is (or can be made) a private directory of
+    this user's, else a fresh private one (which no other bridge shares)."""
+    found = _private_dir(Path(tempfile.gettempdir()) / f"game-bridge-locks-{_user_tag()}")
+    return found if found is not None else Path(tempfile.mkdtemp(prefix="game-bridge-locks-"))
 
 
 __all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",

@@ -368,9 +368,12 @@ class Launcher:
         game = game if isinstance(game, dict) else {}
         self._note_descendants(inst)
         inst.mark_ready(name=game.get("name"), version=game.get("version"))
-        return {"port": inst.port, "pid": inst.game_pid, "name": inst.name, "version": inst.version,
-                "cwd": str(inst.declaration.cwd), "readyInMs": ready_ms,
-                "logFile": str(inst.capture.log_path)}
+        result: dict[str, Any] = {"port": inst.port, "pid": inst.game_pid, "name": inst.name, "version": inst.version,
+                                  "cwd": str(inst.declaration.cwd), "readyInMs": ready_ms,
+                                  "logFile": str(inst.capture.log_path)}
+        if inst.lock.skipped:  # ports passed over because of what was at their lock paths
+            result["notes"] = list(inst.lock.skipped)
+        return result
 
     def _fail_launch(self, inst: Instance, what: str, *, exit_code: int | None = None,
                      timed_out: bool = False) -> NoReturn:

@@ -19,7 +19,7 @@ from typing import Callable
 from ..paths import fallback_locks_dir
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from .portlock import PortLock, holder_pid
+from .portlock import PortLock, UnusableLock, holder_pid
 from .declaration import LaunchDeclaration
 from ..wire.transport import Opener
 
@@ -71,11 +71,27 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
                is_launched: Callable[[int], bool], opener: Opener | None = None) -> PortLock:
     """The lock on ``port`` (checked free), or on the first free port of the declared
     range, or on an OS-assigned one when the range is full. Raises BridgeUsageError
-    saying what holds a taken port. ``is_launched`` tells whether the caller already
+    saying what holds a taken port. A port whose lock path holds something planted (a
+    symlink, a directory, ...) is skipped and named in the lock's ``skipped`` notes. ``is_launched`` tells whether the caller already
     runs an instance there (for the message)."""
     locks = usable_locks_dir(locks_dir)
+    skipped: list[str] = []
+
+    def take(candidate: int) -> PortLock | None:
+        try:
+            return PortLock.try_acquire(locks, candidate)
+        except UnusableLock as exc:
+            log.warning("%s", exc)
+            skipped.append(str(exc))
+            return None
+
     if port is not None:
-        lock = PortLock.try_acquire(locks, port)
+        try:
+            lock = PortLock.try_acquire(locks, port)
+        except UnusableLock as exc:
+            raise BridgeUsageError(f"Port {port} cannot be claimed: its lock path {exc.path} {exc.what}. "
+                                   "Remove it, or leave out 'port' and launch_instance picks a free one.",
+                                   port=port, lockPath=str(exc.path)) from None
         if lock is None:
             if is_launched(port):
                 raise BridgeUsageError(
@@ -98,11 +114,12 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
         return lock
     low, high = decl.port_range
     for candidate in range(low, high + 1):
-        lock = PortLock.try_acquire(locks, candidate)
+        lock = take(candidate)
         if lock is None:
             continue
         problem = port_problem(candidate, opener=opener)
         if problem is None:
+            lock.skipped = skipped
             return lock
         log.debug("port %d skipped: %s", candidate, problem)
         lock.release()
@@ -110,11 +127,12 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind(("127.0.0.1", 0))
             candidate = probe.getsockname()[1]
-        lock = PortLock.try_acquire(locks, candidate)
+        lock = take(candidate)
         if lock is None:
             continue
         if port_problem(candidate, opener=opener) is None:
             log.info("ports %d-%d are all taken; using OS-assigned port %d", low, high, candidate)
+            lock.skipped = skipped
             return lock
         lock.release()
     raise BridgeUsageError(

@@ -8,6 +8,9 @@ SIGKILL, so nothing goes stale; the files themselves are never deleted (deleting
 locked file lets a second process lock a new file of the same name).
 
 The holder writes its pid into the file, so a refusal can say which process holds it.
+Only a regular file of this user's, with one link, is ever locked or written: a symlink,
+a directory, a FIFO or a planted hard link at a lock path makes that port unusable
+(:class:`UnusableLock`, the launcher skips it with a note) and is never followed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 from pathlib import Path
 
 try:
@@ -26,6 +30,32 @@ log = logging.getLogger(__name__)
 
 
 
+class UnusableLock(Exception):
+    """The lock path for a port holds something that is not our lock file (a symlink, a
+    directory, a FIFO, another user's file, a hard link): the port is skipped, and the
+    thing at that path is left exactly as it is."""
+
+    def __init__(self, path: Path, port: int, what: str) -> None:
+        super().__init__(f"port {port} skipped: its lock path {path} {what}; remove it to use the port again")
+        self.path = path
+        self.port = port
+        self.what = what
+
+
+def _what_is_there(path: Path) -> str:
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror or exc})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link (not followed)"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    return "cannot be opened"
+
+
 class PortLock:
     """An exclusive, non-blocking lock on one port, held until :meth:`release`."""
 
@@ -33,6 +63,8 @@ class PortLock:
         self.path = path
         self.port = port
         self._fd = fd
+        #: Ports passed over on the way to this one, each with why (for the launch result).
+        self.skipped: list[str] = []
 
     @property
     def held(self) -> bool:
@@ -41,19 +73,40 @@ class PortLock:
     @classmethod
     def try_acquire(cls, locks_dir: Path, port: int) -> "PortLock | None":
         """Take the lock for ``port`` or return None when another process (or another
-        lock object in this one) holds it. Raises OSError when the directory is unusable."""
+        lock object in this one) holds it. Raises :class:`UnusableLock` when the lock
+        path holds something else (never following, truncating or writing it), and
+        OSError when the directory is unusable."""
         locks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = locks_dir / f"port-{int(port)}.lock"
         if fcntl is None:  # pragma: no cover
             return cls(path, port, None)
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o600)
+        flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_NONBLOCK", 0))
         try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES, errno.EPERM, errno.EMLINK):
+                raise UnusableLock(path, port, _what_is_there(path)) from None
+            raise
+        try:
+            info = os.fstat(fd)
+            problem = None
+            if not stat.S_ISREG(info.st_mode):
+                problem = "is not a regular file"
+            elif hasattr(os, "getuid") and info.st_uid != os.getuid():
+                problem = f"belongs to another user (uid {info.st_uid})"
+            elif info.st_nlink != 1:
+                problem = "is a hard link to another file"
+            if problem is not None:
+                raise UnusableLock(path, port, problem)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 return None
+            raise
+        except UnusableLock:
+            os.close(fd)
             raise
         try:
             os.ftruncate(fd, 0)
@@ -88,4 +141,4 @@ def holder_pid(locks_dir: Path, port: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-__all__ = ["PortLock", "holder_pid"]
+__all__ = ["PortLock", "UnusableLock", "holder_pid"]
