@@ -12,6 +12,9 @@ so do the copies of screenshots (``<tmp>/game-bridge-screenshots``, or
 ``$GAME_BRIDGE_SCREENSHOTS``). Nothing here creates files except :func:`default_log_dir`
 and :func:`screenshot_dir` (which must prove a directory private before anything is
 written there); the directories' users create the rest.
+
+What is kept is decided in one place too: :func:`prune_files` with a :class:`KeepRule`
+per kind of file (age, count and total size), called by whoever writes that kind.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Collection, Mapping
 
 #: Environment variable naming the entries directory itself.
 ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
@@ -133,6 +138,65 @@ def screenshot_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class KeepRule:
+    """How much of one kind of file the bridge keeps: files older than ``max_age_s`` go,
+    then the oldest beyond the newest ``max_files`` or beyond ``max_bytes`` in total."""
+
+    max_files: int
+    max_bytes: int
+    max_age_s: float
+
+
+#: Launched games' logs (each one is capped on its own as it is written, see launch/capture.py).
+LOG_KEEP = KeepRule(max_files=100, max_bytes=512 * 1024 * 1024, max_age_s=7 * 24 * 3600)
+#: Saved screenshot copies.
+SCREENSHOT_KEEP = KeepRule(max_files=200, max_bytes=256 * 1024 * 1024, max_age_s=7 * 24 * 3600)
+#: Recorded traces.
+TRACE_KEEP = KeepRule(max_files=100, max_bytes=512 * 1024 * 1024, max_age_s=30 * 24 * 3600)
+
+
+def prune_files(directory: Path, rule: KeepRule, *, match: Callable[[str], bool],
+                keep: Collection[str | Path] = (), now: float | None = None) -> int:
+    """THE pruning rule for every directory of files the bridge writes (logs, screenshot
+    copies, traces): among the regular files in ``directory`` whose name ``match`` accepts,
+    newest first, delete those older than ``rule.max_age_s``, those past the newest
+    ``rule.max_files`` and those past ``rule.max_bytes`` in total. Files in ``keep`` (in
+    use) are never deleted but count towards the totals. Never follows a link, never
+    descends, never raises; returns how many files it deleted."""
+    now = time.time() if now is None else now
+    kept = {str(path) for path in keep}
+    files: list[tuple[float, int, str]] = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if not match(entry.name):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                files.append((info.st_mtime, info.st_size, entry.path))
+    except OSError:
+        return 0
+    files.sort(reverse=True)  # newest first
+    total = 0
+    deleted = 0
+    for index, (mtime, size, path) in enumerate(files):
+        total += size
+        if path in kept:
+            continue
+        if mtime < now - rule.max_age_s or index >= rule.max_files or total > rule.max_bytes:
+            try:
+                os.unlink(path)
+                deleted += 1
+            except OSError:
+                continue
+    return deleted
+
+
 def fallback_locks_dir() -> Path:
     """Where port locks go when the home's ``locks/`` cannot be made (a read-only home):
     ``<tempdir>/game-bridge-locks-<uid>`` if it is (or can be made) a private directory of
@@ -142,5 +206,5 @@ def fallback_locks_dir() -> Path:
 
 
 __all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
-           "LOCKS_DIRNAME", "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
+           "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
            "screenshot_dir"]

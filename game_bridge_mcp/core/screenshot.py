@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import BridgeUsageError
-from ..paths import screenshot_dir
+from ..paths import SCREENSHOT_KEEP, KeepRule, prune_files, screenshot_dir
 from ..wire.client import GameClient
 from ..wire.images import SCREENSHOT_MAX_BYTES, ImageInfo, ImageProblem, inspect_image
 
@@ -43,9 +43,9 @@ log = logging.getLogger(__name__)
 DEFAULT_SIDE = 768
 MAX_SIDE = 1568
 #: What the screenshot directory keeps: the newest files, at most this many, bytes, and days.
-KEEP_FILES = 200
-KEEP_BYTES = 256 * 1024 * 1024
-KEEP_AGE_S = 7 * 24 * 3600
+KEEP_FILES = SCREENSHOT_KEEP.max_files
+KEEP_BYTES = SCREENSHOT_KEEP.max_bytes
+KEEP_AGE_S = SCREENSHOT_KEEP.max_age_s
 #: Where a tool result carries its image (never serialised as JSON).
 IMAGE_KEY = "_image"
 _PREFIX = "screenshot-"
@@ -218,40 +218,13 @@ def prune(directory: Path, *, keep: Path | None = None, max_files: int = KEEP_FI
           max_bytes: int = KEEP_BYTES, max_age_s: float = KEEP_AGE_S) -> None:
     """Delete screenshot copies older than ``max_age_s``, then the oldest past ``max_files``
     or ``max_bytes`` in total (never ``keep``), and partial files left by a crash (an hour
-    old). Best effort, never raises; touches only files it names itself, never links."""
-    now = time.time()
-    files: list[tuple[float, int, str]] = []
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                try:
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if entry.name.startswith(_PARTIAL):
-                    if info.st_mtime < now - 3600:
-                        _unlink(entry.path)
-                elif entry.name.startswith(_PREFIX) and entry.name.endswith((".png", ".jpg")):
-                    files.append((info.st_mtime, info.st_size, entry.path))
-    except OSError:
-        return
-    files.sort(reverse=True)  # newest first
-    total = 0
-    for index, (mtime, size, path) in enumerate(files):
-        total += size
-        if keep is not None and path == str(keep):
-            continue
-        if mtime < now - max_age_s or index >= max_files or total > max_bytes:
-            _unlink(path)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    old): the one pruning rule, :func:`..paths.prune_files`. Never raises; touches only
+    files it names itself, never links."""
+    rule = KeepRule(max_files=max_files, max_bytes=max_bytes, max_age_s=max_age_s)
+    prune_files(directory, rule, keep=() if keep is None else (keep,),
+                match=lambda name: name.startswith(_PREFIX) and name.endswith((".png", ".jpg")))
+    prune_files(directory, KeepRule(max_files=1_000_000, max_bytes=1 << 62, max_age_s=3600),
+                match=lambda name: name.startswith(_PARTIAL))
 
 
 __all__ = ["DEFAULT_SIDE", "IMAGE_KEY", "ImagePayload", "KEEP_AGE_S", "KEEP_BYTES", "KEEP_FILES", "MAX_SIDE",

@@ -4,7 +4,9 @@ The game's stdout and stderr share one pipe (never the bridge's own stdout, whic
 MCP protocol stream). A thread copies every line to the log file as it arrives (so the
 file is complete even if the bridge dies) and keeps the last lines in memory, numbered,
 so ``instance_log`` can hand out a cursor: ask with ``since=<next>`` and get only what is
-new, with ``dropped`` saying whether lines fell out of the ring in between.
+new, with ``dropped`` saying whether lines fell out of the ring in between. The file is
+capped (:data:`LOG_CAP_BYTES`, rotated so the newest output is kept) and old logs are
+pruned by the one rule in :mod:`..paths`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterable
+
+from ..paths import LOG_KEEP, prune_files
 
 log = logging.getLogger(__name__)
 
@@ -25,24 +29,22 @@ RING_LINES = 200
 MAX_LINE_BYTES = 64 * 1024
 #: Lines kept in memory are cut to this many characters (the file keeps them whole).
 MAX_RING_CHARS = 4000
-#: Old logs in the bridge's own log directory are pruned after this many days.
-PRUNE_AFTER_S = 7 * 24 * 3600
+#: The most one launched game's log takes on disk: when the file reaches half of this it
+#: becomes ``<name>.1`` (replacing the older half) and a new file starts under the same
+#: name, so the newest output is always in the log file and never more than this is kept.
+LOG_CAP_BYTES = 64 * 1024 * 1024
+ROTATED_SUFFIX = ".1"
 
 
-def prune_old_logs(directory: Path, *, max_age_s: float = PRUNE_AFTER_S) -> None:
-    """Delete ``instance-*.log`` files older than ``max_age_s`` (best effort, never raises)."""
-    cutoff = time.time() - max_age_s
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if entry.name.startswith("instance-") and entry.name.endswith(".log"):
-                    try:
-                        if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                            os.unlink(entry.path)
-                    except OSError:
-                        continue
-    except OSError:
-        pass
+def is_log_name(name: str) -> bool:
+    """Whether ``name`` is a launched game's log (current or rotated), as the launcher names them."""
+    return name.startswith("instance-") and (name.endswith(".log") or name.endswith(".log" + ROTATED_SUFFIX))
+
+
+def prune_logs(directory: Path, *, keep: Iterable[Path] = ()) -> int:
+    """Prune launched games' logs by age, count and total size (:data:`..paths.LOG_KEEP`,
+    through the one pruning function); ``keep`` are files still being written."""
+    return prune_files(directory, LOG_KEEP, match=is_log_name, keep=list(keep))
 
 
 def open_log_file(directory: Path, port: int) -> tuple[Path, int]:
@@ -100,10 +102,12 @@ class OutputCapture:
     """Pumps one pipe into a log file and a numbered ring of the last lines."""
 
     def __init__(self, pipe: IO[bytes], log_path: Path, log_fd: int | None, *,
-                 ring_lines: int = RING_LINES) -> None:
+                 ring_lines: int = RING_LINES, cap_bytes: int = LOG_CAP_BYTES) -> None:
         self.log_path = log_path
         self._pipe = pipe
         self._fd = log_fd
+        self._cap = max(2, int(cap_bytes))
+        self._written = 0
         self._ring: deque[tuple[int, str]] = deque(maxlen=ring_lines)
         self._total = 0
         self._lock = threading.Lock()
@@ -140,18 +144,58 @@ class OutputCapture:
                     pass
             self._eof.set()
 
+    @property
+    def files(self) -> list[Path]:
+        """The log file and its rotated older part (which may not exist)."""
+        return [self.log_path, self.log_path.with_name(self.log_path.name + ROTATED_SUFFIX)]
+
     def _write_file(self, raw: bytes) -> None:
         if self._fd is None:
             return
+        if self._written and self._written + len(raw) > self._cap // 2:
+            self._rotate()
+            if self._fd is None:
+                return
         try:
             os.write(self._fd, raw)
+            self._written += len(raw)
         except OSError as exc:  # a full disk must not stop the ring or the game
             log.warning("cannot write %s any more: %s", self.log_path, exc)
+            self._stop_writing()
+
+    def _rotate(self) -> None:
+        """The current file becomes ``<name>.1`` (the older half); a new one starts under
+        the log's name. If that cannot be done, writing stops (the cap holds)."""
+        older = self.files[1]
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.replace(self.log_path, older)
+            fd = os.open(self.log_path, flags, 0o600)
+        except OSError as exc:
+            log.warning("cannot rotate %s (%s); its output is no longer written to disk", self.log_path, exc)
+            self._stop_writing()
+            return
+        old, self._fd = self._fd, fd
+        self._written = 0
+        if old is not None:
             try:
-                os.close(self._fd)
+                os.close(old)
             except OSError:
                 pass
-            self._fd = None
+        try:
+            note = f"[game-bridge: the log reached {self._cap // 2} bytes; older output is in {older.name}]\n"
+            self._written += os.write(fd, note.encode())
+        except OSError:
+            pass
+
+    def _stop_writing(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     @property
     def total(self) -> int:
@@ -195,5 +239,5 @@ class OutputCapture:
         return {"lines": chosen, "next": next_line, "dropped": dropped, "more": next_line < total}
 
 
-__all__ = ["MAX_LINE_BYTES", "OutputCapture", "RING_LINES", "open_log_file",
-           "prune_old_logs"]
+__all__ = ["LOG_CAP_BYTES", "MAX_LINE_BYTES", "OutputCapture", "RING_LINES", "is_log_name", "open_log_file",
+           "prune_logs"]

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 
 from . import parent, procs
 from .. import listeners
-from .capture import OutputCapture, TailReader
+from .capture import LOG_CAP_BYTES, OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
 from ..polling import Cancelled, Deadline, cancel_requested, poll_until
@@ -118,7 +118,7 @@ class Instance:
     @classmethod
     def start(cls, decl: LaunchDeclaration, lock: PortLock, *, command: list[str] | str,
               use_shell: bool, display: str, launch_id: str, env: Mapping[str, str],
-              log_path: Path, log_fd: int, detached: bool) -> Instance:
+              log_path: Path, log_fd: int, detached: bool, log_cap_bytes: int = LOG_CAP_BYTES) -> Instance:
         """Start ``command`` for ``lock.port`` in a new session (its own process group),
         stdin from /dev/null, output into a pipe pumped to the log file (or, detached,
         straight into the log file, which is then tailed), and return its record. Raises
@@ -143,7 +143,7 @@ class Instance:
             capture = OutputCapture(TailReader(log_path), log_path, None)  # type: ignore[arg-type]
         else:
             assert proc.stdout is not None
-            capture = OutputCapture(proc.stdout, log_path, log_fd)
+            capture = OutputCapture(proc.stdout, log_path, log_fd, cap_bytes=log_cap_bytes)
         inst = cls(port=port, launch_id=launch_id, declaration=decl, command=display,
                    proc=proc, leader=leader,
                    tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set()),

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
 from . import parent, procs
-from .capture import TailReader, open_log_file, prune_old_logs
+from .capture import LOG_CAP_BYTES, TailReader, open_log_file, prune_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
@@ -89,7 +89,8 @@ class Launcher:
 
     def __init__(self, config: Config, *, opener: Opener | None = None,
                  environ: Mapping[str, str] | None = None, log_dir: Path | None = None,
-                 watcher_log: Path | None = None, detached: bool = False) -> None:
+                 watcher_log: Path | None = None, detached: bool = False,
+                 log_cap_bytes: int = LOG_CAP_BYTES) -> None:
         parent.restore_sigchld()  # a no-op off the main thread; entry points did it already
         self.config = config
         self._opener = opener
@@ -102,6 +103,9 @@ class Launcher:
         #: Detached (``call launch_instance --keep``): the game outlives this process, so it
         #: writes its own log file, no watcher is started and shutdown leaves it running.
         self.detached = detached
+        #: Most bytes of output kept on disk per launched instance (a detached game writes
+        #: its log itself, so it is not capped).
+        self.log_cap_bytes = log_cap_bytes
         self._watcher: Any = NoWatcher() if detached else WatcherLink(watcher_log)
         self._monitor: threading.Thread | None = None
         self._monitor_stop = threading.Event()
@@ -269,7 +273,9 @@ class Launcher:
                 self._log_dir = self._log_dir_arg
             else:
                 self._log_dir = default_log_dir()
-                prune_old_logs(self._log_dir)
+        with self._lock:
+            in_use = [path for inst in self._instances.values() for path in inst.capture.files]
+        prune_logs(self._log_dir, keep=in_use)  # at every launch: age, count and size
         return self._log_dir
 
     def _spawn(self, decl: LaunchDeclaration, lock: PortLock, extra_env: Mapping[str, str]) -> Instance:
@@ -287,6 +293,7 @@ class Launcher:
                 self._check_open()
                 inst = Instance.start(decl, lock, command=command, use_shell=use_shell, display=display,
                                       launch_id=launch_id, env=env, log_path=log_path, log_fd=log_fd,
+                                      log_cap_bytes=self.log_cap_bytes,
                                       detached=self.detached)
                 self._instances[port] = inst
         except OSError as exc:

@@ -1,0 +1,102 @@
+"""Every resource bounded, on the launcher's side: a chatty game's log against its cap,
+old logs pruned by age, count and size through the one pruning rule, the known
+descendants of a busy tree, and the watcher link (issue 11, item 4)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from game_bridge_mcp.launch.capture import is_log_name, prune_logs
+from game_bridge_mcp.paths import LOG_KEEP, KeepRule, prune_files
+from launch_helpers import LauncherFactory, ProcessGuard, guard, launchers, wait_until, write_declaration  # noqa: F401
+
+pytestmark = pytest.mark.timeout(90)
+
+CAP = 128 * 1024
+
+
+# --------------------------------------------------------------------------- the log cap
+
+def test_a_chatty_game_stays_within_the_log_cap_and_the_newest_output_is_kept(
+        tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path, "--lines", "60000"), log_cap_bytes=CAP)
+    result = launcher.launch()  # the game prints ~600 KB before it listens
+    inst = launcher._instances[result["port"]]
+    assert wait_until(lambda: inst.capture.total >= 60000, 20)
+    current = Path(result["logFile"])
+    older = current.with_name(current.name + ".1")
+    assert current.exists() and older.exists()
+    on_disk = current.stat().st_size + older.stat().st_size
+    assert on_disk <= CAP + 4096, on_disk  # (one line and a note of slack)
+    assert "line 59999" in current.read_text() or "line 59999" in older.read_text()
+    assert "line 0\n" not in current.read_text() + older.read_text()  # the oldest went
+    newest = launcher.log(result["port"], lines=5)["lines"]
+    assert "line 59999" in newest and any(line.startswith("listening on") for line in newest)
+    assert os.stat(current).st_mode & 0o777 == 0o600 and os.stat(older).st_mode & 0o777 == 0o600
+    launcher.stop(result["port"], grace_ms=1000)
+
+
+# --------------------------------------------------------------------------- pruning
+
+def make_logs(directory: Path, count: int, *, size: int = 10, age_s: float = 0.0) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    made = []
+    now = time.time()
+    for index in range(count):
+        path = directory / f"instance-{7000 + index}-{index}.log"
+        with open(path, "wb") as handle:
+            handle.truncate(size)  # sparse: the size counts, the disk is not used
+        stamp = now - age_s - (count - index)  # later index = newer
+        os.utime(path, (stamp, stamp))
+        made.append(path)
+    return made
+
+
+def test_old_logs_are_pruned_by_count(tmp_path: Path) -> None:
+    logs = make_logs(tmp_path, LOG_KEEP.max_files + 30)
+    (tmp_path / "notes.txt").write_text("not a log")
+    (tmp_path / "instance-1-1.log.lnk").symlink_to(logs[0])
+    oldest_in_use = logs[0]
+    prune_logs(tmp_path, keep=[oldest_in_use])
+    left = sorted(p for p in tmp_path.iterdir() if is_log_name(p.name))
+    assert len(left) == LOG_KEEP.max_files + 1  # the newest ones, and the one in use
+    assert oldest_in_use.exists()  # in use: never deleted
+    assert logs[-1].exists() and not logs[1].exists()  # the newest stay, the oldest go
+    assert (tmp_path / "notes.txt").exists() and (tmp_path / "instance-1-1.log.lnk").is_symlink()
+
+
+def test_old_logs_are_pruned_by_total_size_and_by_age(tmp_path: Path) -> None:
+    big = make_logs(tmp_path / "big", 4, size=200 * 1024 * 1024)  # 800 MiB apparent, past the 512 MiB rule
+    prune_logs(tmp_path / "big")
+    assert [p.exists() for p in big] == [False, False, True, True]
+    old = make_logs(tmp_path / "old", 3, age_s=LOG_KEEP.max_age_s + 60)
+    fresh = make_logs(tmp_path / "old", 1)
+    assert prune_files(tmp_path / "old", LOG_KEEP, match=is_log_name) == 2  # (fresh reused one name)
+    assert fresh[0].exists() and not old[1].exists()
+
+
+def test_the_one_rule_never_follows_links_or_deletes_what_does_not_match(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "instance-1-1.log"
+    target.write_text("keep me")
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    (directory / "instance-2-2.log").symlink_to(target)
+    (directory / "instance-3-3.log").mkdir()
+    rule = KeepRule(max_files=0, max_bytes=0, max_age_s=0)
+    assert prune_files(directory, rule, match=is_log_name) == 0
+    assert target.read_text() == "keep me" and (directory / "instance-3-3.log").is_dir()
+
+
+def test_a_launch_prunes_the_log_directory(tmp_path: Path, launchers: LauncherFactory) -> None:
+    make_logs(launchers.log_dir, LOG_KEEP.max_files + 20)
+    launcher = launchers(write_declaration(tmp_path))
+    result = launcher.launch()
+    logs = [p for p in launchers.log_dir.iterdir() if is_log_name(p.name)]
+    assert len(logs) <= LOG_KEEP.max_files + 1 and Path(result["logFile"]) in logs
+    launcher.stop(result["port"], grace_ms=1000)
