@@ -4,15 +4,22 @@ descendants of a busy tree, and the watcher link (issue 11, item 4)."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from game_bridge_mcp.launch.capture import is_log_name, prune_logs
 from game_bridge_mcp.paths import LOG_KEEP, KeepRule, prune_files
-from launch_helpers import LauncherFactory, ProcessGuard, guard, launchers, wait_until, write_declaration  # noqa: F401
+from game_bridge_mcp.wire.client import GameClient
+from launch_helpers import (DRIVER, PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
+                            wait_until, write_declaration)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -100,3 +107,90 @@ def test_a_launch_prunes_the_log_directory(tmp_path: Path, launchers: LauncherFa
     logs = [p for p in launchers.log_dir.iterdir() if is_log_name(p.name)]
     assert len(logs) <= LOG_KEEP.max_files + 1 and Path(result["logFile"]) in logs
     launcher.stop(result["port"], grace_ms=1000)
+
+
+# --------------------------------------------------------------------------- known descendants
+
+def test_the_known_descendants_of_a_busy_tree_drop_the_dead(tmp_path: Path, launchers: LauncherFactory) -> None:
+    launcher = launchers(write_declaration(tmp_path, "--helpers", "100000"))
+    port = launcher.launch()["port"]
+    inst = launcher._instances[port]
+    seen: set[int] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 60 and time.monotonic() < deadline:  # what a long-running monitor sees
+        for ref in inst.tree.refresh():
+            seen.add(ref.pid)
+        launcher._note_descendants(inst)
+        time.sleep(0.01)
+    assert len(seen) >= 60  # many helpers came and went ...
+    assert len(inst.tree.known) <= 5  # ... and only the live ones are still known
+    assert wait_until(lambda: launcher._watcher.held_records() <= 8, 5)
+    launcher.stop(port, grace_ms=1000)
+
+
+# --------------------------------------------------------------------------- the watcher link
+
+def test_a_stopped_watcher_cannot_hang_stop_instance_and_is_replaced(tmp_path: Path, launchers: LauncherFactory,
+                                                                   guard: ProcessGuard) -> None:
+    launcher = launchers(write_declaration(tmp_path))
+    first_port = launcher.launch()["port"]
+    second_port = launcher.launch()["port"]
+    stalled = launcher.watcher_pid
+    assert stalled is not None
+    os.kill(stalled, signal.SIGSTOP)  # the watcher this test's launcher started
+    try:
+        for index in range(3000):  # far more than a pipe holds
+            launcher._watcher.send({"op": "child", "id": launcher._instances[first_port].launch_id,
+                                    "pid": 10_000_000 + index, "ctime": 1.0})
+        done = threading.Event()
+        result: dict = {}
+
+        def stop() -> None:
+            result.update(launcher.stop(first_port, grace_ms=500))
+            done.set()
+
+        threading.Thread(target=stop, daemon=True).start()
+        assert done.wait(15), "stop_instance hung on a stopped watcher"
+        assert result["stopped"] is True
+        # The stalled watcher is killed (never hung up on: it would reap on waking) and a
+        # new one, told everything in force, takes its place.
+        assert wait_until(lambda: launcher.watcher_pid not in (None, stalled), 5)
+        assert wait_until(lambda: not psutil.pid_exists(stalled), 5)
+    finally:
+        if psutil.pid_exists(stalled):
+            os.kill(stalled, signal.SIGCONT)
+    assert GameClient(second_port).health()["ok"] is True  # the other game was not reaped
+    launcher.stop(second_port, grace_ms=1000)
+
+
+def test_reaping_after_sigkill_holds_once_a_dead_watcher_was_replaced(tmp_path: Path, guard: ProcessGuard) -> None:
+    declaration = write_declaration(tmp_path, "--ignore-close")
+    driver = subprocess.Popen([PYTHON, str(DRIVER), "--config", str(declaration), "--registry-dir",
+                               str(tmp_path / "home" / "instances")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=guard.env)
+    try:
+        assert driver.stdout is not None
+        launched = json.loads(driver.stdout.readline())
+        summary = json.loads(driver.stdout.readline())
+        first = summary["watcherPid"]
+        assert launched["port"] and first
+        assert wait_until(lambda: len(guard.recorded()) == 1, 5)
+        os.kill(first, signal.SIGKILL)  # the watcher of the bridge this test started
+
+        def replacement() -> int | None:
+            for child in psutil.Process(driver.pid).children():
+                try:
+                    if child.pid != first and any("watcher.py" in part for part in child.cmdline()):
+                        return child.pid
+                except psutil.Error:
+                    continue
+            return None
+
+        assert wait_until(replacement, 3), "the dead watcher was not replaced"
+        driver.kill()  # the bridge dies without any cleanup
+        driver.wait(5)
+        assert wait_until(lambda: not guard.recorded(), 8), "the game outlived a SIGKILLed bridge"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait()

@@ -248,11 +248,27 @@ class Tree:
         return new
 
     def refresh(self) -> list[ProcRef]:
-        """Add descendants of every live known process; return the newly found ones."""
+        """Forget known descendants that have ended (so a tree that spawns short-lived
+        helpers for hours keeps a set the size of what is alive), add the descendants of
+        the live ones, and return the newly found."""
         found: list[ProcRef] = []
+        dead: list[ProcRef] = []
         for ref in self.snapshot():
+            if ref != self.leader and not is_alive(ref):
+                dead.append(ref)
+                continue
             found.extend(descendants(ref))
+        if dead:
+            with self._lock:
+                self.known.difference_update(dead)
         return self.add(found)
+
+    def drop_dead(self) -> int:
+        """Forget known descendants that have ended; return how many."""
+        dead = [ref for ref in self.snapshot()[1:] if not is_alive(ref)]
+        with self._lock:
+            self.known.difference_update(dead)
+        return len(dead)
 
     def live(self, *, marker_scan: bool = True) -> list[ProcRef]:
         """Every live process of the tree: leader, group, known descendants, and (with

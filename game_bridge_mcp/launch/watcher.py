@@ -97,6 +97,11 @@ class Records:
             self.trees.pop(ident, None)
             self.markers.pop(ident, None)
 
+    def drop_dead(self) -> None:
+        """Forget recorded descendants that have ended (the records stay the live tree's)."""
+        for tree in self.trees.values():
+            tree.drop_dead()
+
     def reap(self, term_s: float = TERM_GRACE_S) -> int:
         """Terminate then kill everything recorded; return how many trees had survivors."""
         procs = self.procs
@@ -152,6 +157,7 @@ def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: floa
             if not _bridge_alive(records.procs, bridge_pid, bridge_ctime):
                 log.info("bridge %s is gone but the pipe is still open; reaping", bridge_pid)
                 break
+            records.drop_dead()
             continue
         try:
             chunk = os.read(fd, 65536)

@@ -1,47 +1,54 @@
-"""The launcher's pipe to the reaper watcher: started lazily, restarted if it dies.
+"""The launcher's pipe to the reaper watcher: started lazily, kept alive, never a hang.
 
 Why this module exists: the watcher (:mod:`.watcher`) reaps launched games when the
 bridge dies without running any cleanup, and it only knows what the bridge told it. This
 is the bridge's side of that conversation: it starts the watcher at the first record
 (in its own session, stdout and stderr to /dev/null, the launch marker removed from its
 environment), writes JSON-line records (``expect``, ``launch``, ``child``, ``forget``)
-into its stdin, keeps every record still in force so a restarted watcher gets them all
-again, and closes the pipe on a clean shutdown, which lets the watcher exit. The
-watcher script is started by file path, so it works when the package is vendored under
-another name. A detached launcher (``call launch_instance --keep``) uses
-:class:`NoWatcher`, because its games must outlive it.
+into its stdin, keeps every record still in force so a new watcher gets them all again,
+and closes the pipe on a clean shutdown, which lets the watcher exit. The watcher script
+is started by file path, so it works when the package is vendored under another name. A
+detached launcher (``call launch_instance --keep``) uses :class:`NoWatcher`, because its
+games must outlive it.
+
+The link can never hold up the launcher:
+
+* :meth:`WatcherLink.send` only records and queues; one writer thread owns the pipe and
+  writes without blocking, under a deadline, holding no lock anyone else needs;
+* that thread looks at the watcher at least every :data:`CHECK_S`: a watcher that died is
+  replaced (and told everything still in force) within about a second, and one that stops
+  taking records (SIGSTOPped, hung) for :data:`WRITE_DEADLINE_S` is killed, never just
+  hung up on (it would reap live games when it woke), and replaced;
+* a child record whose process has ended is dropped, so the records kept for a new
+  watcher hold the live tree, not its history.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from . import parent, procs
 from .procs import MARKER_KEY
 
 log = logging.getLogger(__name__)
 
-
-def _hang_up(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Close the watcher's pipe (its cue to reap what is recorded and exit) and wait for
-    it a little, so it is not left a zombie. True when it exited in time."""
-    try:
-        if proc.stdin is not None:
-            proc.stdin.close()
-    except OSError:
-        pass
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return False
-    parent.disown(proc.pid)
-    return True
+#: How often the writer thread checks that the watcher lives.
+CHECK_S = 0.25
+#: A watcher that takes no bytes for this long is stalled: killed and replaced.
+WRITE_DEADLINE_S = 1.0
+#: How often recorded children are checked for having exited.
+PRUNE_S = 2.0
 
 
 class NoWatcher:
@@ -56,28 +63,171 @@ class NoWatcher:
         pass
 
 
+class _Launch:
+    """The records in force for one launch id: its base records and its live children."""
+
+    def __init__(self) -> None:
+        self.base: list[dict] = []
+        self.children: dict[tuple[int, float], dict] = {}
+
+    def records(self) -> list[dict]:
+        return [*self.base, *self.children.values()]
+
+
+def _encode(records: list[dict]) -> bytes:
+    return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+
+
 class WatcherLink:
-    """The pipe to the watcher process, started lazily, restarted if it dies, closed on
-    shutdown. Keeps the records it sent, so a restarted watcher gets them all again."""
+    """The pipe to the watcher process: started at the first record, replaced when it
+    dies or stalls, closed on shutdown. Keeps the records in force, so a new watcher
+    gets them all again."""
 
     def __init__(self, log_path: Path | None) -> None:
         self._log_path = log_path
+        self._cond = threading.Condition()
+        self._launches: dict[str, _Launch] = {}
+        self._pending: list[bytes] = []
         self._proc: subprocess.Popen | None = None
-        self._records: dict[str, list[dict]] = {}
-        self._lock = threading.Lock()
+        self._ref: procs.ProcRef | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
         self._disabled = False
+        self._next_prune = 0.0
+        #: How many watchers were started (a replacement counts).
+        self.started = 0
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        proc = self._proc
+        return proc.pid if proc is not None else None
 
-    def _start(self) -> None:
+    # ------------------------------------------------------------------ the launcher's side
+    def send(self, record: dict) -> None:
+        """Record ``record`` and queue it for the watcher (starting one at the first
+        record). Never blocks on the watcher."""
+        ident = str(record.get("id"))
+        with self._cond:
+            if record.get("op") == "forget":
+                self._launches.pop(ident, None)
+            elif record.get("op") == "child":
+                if ident not in self._launches:
+                    return
+                key = (int(record.get("pid", 0)), float(record.get("ctime", 0.0)))
+                self._launches[ident].children[key] = record
+            else:
+                self._launches.setdefault(ident, _Launch()).base.append(record)
+            if self._disabled or self._closing:
+                return
+            self._pending.append(_encode([record]))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="watcher-link", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def held_records(self) -> int:
+        """How many records are kept for a new watcher (bounded by what is alive)."""
+        with self._cond:
+            return sum(len(launch.records()) for launch in self._launches.values())
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Deliver what is queued (within the deadline), then close the pipe: the watcher
+        reaps what is still recorded (normally nothing) and exits. A watcher that does
+        not take the last records is killed instead. Waits a little for it."""
+        with self._cond:
+            self._closing = True
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None:
+            thread.join(timeout=WRITE_DEADLINE_S + 1.0)
+        with self._cond:
+            proc, self._proc = self._proc, None
+            ref, self._ref = self._ref, None
+            flushed = not self._pending
+        if proc is None:
+            return
+        if not flushed:  # it would wake and reap on records it never got to forget
+            self._kill(proc, ref)
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=timeout_s)
+            parent.disown(proc.pid)
+        except subprocess.TimeoutExpired:
+            log.warning("the reaper watcher (pid %d) did not exit within %.1fs", proc.pid, timeout_s)
+
+    # ------------------------------------------------------------------ the writer thread
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._pending and not self._closing:
+                    self._cond.wait(CHECK_S)
+                data = b"".join(self._pending)
+                self._pending.clear()
+                closing = self._closing
+            try:
+                self._tend(data)
+            except Exception:  # pragma: no cover - the link must never take the launcher down
+                log.exception("the watcher link failed")
+            if closing:
+                return
+
+    def _tend(self, data: bytes) -> None:
+        """Make sure a live watcher has ``data`` (or, after a replacement, everything)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            log.warning("the reaper watcher (pid %d) died; starting a new one", proc.pid)
+            parent.disown(proc.pid)
+            proc = self._proc = None
+        if proc is None:
+            if self._disabled or not self._has_records():
+                return
+            if not self._start():
+                return
+            data = self._snapshot()  # everything in force, the queued records included
+        if data and not self._write(data):
+            old, ref = self._proc, self._ref
+            log.warning("the reaper watcher (pid %s) stopped taking records; replacing it", self.pid)
+            if old is not None:
+                self._kill(old, ref)
+            self._proc = None
+            if self._start():
+                self._write(self._snapshot())
+        if time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + PRUNE_S
+            self._drop_dead_children()
+
+    def _has_records(self) -> bool:
+        with self._cond:
+            return bool(self._launches)
+
+    def _snapshot(self) -> bytes:
+        with self._cond:
+            self._pending.clear()
+            return _encode([r for launch in self._launches.values() for r in launch.records()])
+
+    def _drop_dead_children(self) -> None:
+        with self._cond:
+            children = [(ident, key) for ident, launch in self._launches.items() for key in launch.children]
+        dead = [(ident, key) for ident, key in children if not procs.is_alive(procs.ProcRef(*key))]
+        if dead:
+            with self._cond:
+                for ident, key in dead:
+                    launch = self._launches.get(ident)
+                    if launch is not None:
+                        launch.children.pop(key, None)
+
+    def _start(self) -> bool:
         script = Path(__file__).with_name("watcher.py")
         if not sys.executable or not script.is_file():
             log.warning("cannot start the reaper watcher (no Python executable or %s missing); "
                         "launched games will not be reaped if this process is killed", script)
             self._disabled = True
-            return
+            return False
         me = procs.ref_for(os.getpid())
         args = [sys.executable, str(script), "--bridge-pid", str(os.getpid())]
         if me is not None:
@@ -87,62 +237,67 @@ class WatcherLink:
         env = {k: v for k, v in os.environ.items() if k != MARKER_KEY}
         try:
             with parent.spawning() as own:
-                self._proc = subprocess.Popen(
+                proc = subprocess.Popen(
                     args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     cwd=os.path.abspath(os.sep), env=env, close_fds=True, start_new_session=True)
-                own.add(self._proc.pid)
+                own.add(proc.pid)
         except OSError as exc:
             log.warning("cannot start the reaper watcher (%s); launched games will not be reaped "
                         "if this process is killed", exc)
             self._disabled = True
-            self._proc = None
-
-    def _write(self, records: list[dict]) -> bool:
-        if self._proc is None or self._proc.stdin is None:
             return False
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        assert proc.stdin is not None
+        os.set_blocking(proc.stdin.fileno(), False)
+        self._proc, self._ref = proc, procs.ref_for(proc.pid)
+        self.started += 1
+        return True
+
+    def _write(self, data: bytes) -> bool:
+        """Write ``data`` to the current watcher, never blocking: False when the pipe is
+        broken, or when no byte could be written for :data:`WRITE_DEADLINE_S`."""
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return False
+        fd = proc.stdin.fileno()
+        view = memoryview(data)
+        stalled_since = time.monotonic()
+        while view:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                return False  # EPIPE: it is gone
+            if written:
+                view = view[written:]
+                stalled_since = time.monotonic()
+                continue
+            left = WRITE_DEADLINE_S - (time.monotonic() - stalled_since)
+            if left <= 0:
+                return False
+            try:
+                select.select([], [fd], [], min(left, CHECK_S))
+            except (OSError, ValueError):
+                return False
+        return True
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen, ref: Any) -> None:
+        """End a watcher that cannot be talked to (SIGKILL: it reaps nothing on the way)."""
+        if ref is not None:
+            procs.send_signal(ref, signal.SIGKILL)
         try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-            return True
-        except (OSError, ValueError):
-            return False
-
-    def send(self, record: dict) -> None:
-        """Deliver one record (starting or restarting the watcher as needed)."""
-        with self._lock:
-            ident = str(record.get("id"))
-            if record.get("op") == "forget":
-                self._records.pop(ident, None)
-            else:
-                self._records.setdefault(ident, []).append(record)
-            if self._disabled:
-                return
-            if self._proc is None:
-                self._start()
-                if self._proc is None:
-                    return
-                if record.get("op") != "forget":
-                    self._write([r for rs in self._records.values() for r in rs])
-                return
-            if not self._write([record]):
-                log.warning("the reaper watcher (pid %s) went away; starting a new one", self._proc.pid)
-                self._reap_old()
-                self._start()
-                self._write([r for rs in self._records.values() for r in rs])
-
-    def _reap_old(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            _hang_up(proc, 0.5)
-
-    def close(self, timeout_s: float = 2.0) -> None:
-        """Close the pipe: the watcher reaps what is still recorded (normally nothing)
-        and exits. Waits a little for it so it is not left as a zombie."""
-        with self._lock:
-            proc, self._proc = self._proc, None
-        if proc is not None and not _hang_up(proc, timeout_s):
-            log.warning("the reaper watcher (pid %d) did not exit within %.1fs", proc.pid, timeout_s)
+            proc.wait(timeout=2.0)
+            parent.disown(proc.pid)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL always ends it
+            log.warning("the stalled reaper watcher (pid %d) did not die", proc.pid)
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
 
 
-__all__ = ["NoWatcher", "WatcherLink"]
+__all__ = ["CHECK_S", "NoWatcher", "WRITE_DEADLINE_S", "WatcherLink"]

@@ -6,7 +6,7 @@ Every process it starts appends ``<pid> <starttime>`` to the file named by
 ``GB_TEST_PIDS`` (when set), so a test can check that nothing outlived it.
 
     game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid]
-            [--ignore-term] [--ignore-close] [--lines N] [--no-tools]
+            [--ignore-term] [--ignore-close] [--lines N] [--no-tools] [--helpers N]
     game.py --role child [--setsid] [--ignore-term]
 """
 
@@ -103,6 +103,13 @@ def make_handler(game: Game) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def spawn_helpers(count: int) -> None:
+    """Start ``count`` short-lived helper processes one after another (each exits on its
+    own within 50 ms), as a game shelling out to tools does."""
+    for _ in range(count):
+        subprocess.run(["sleep", "0.05"], check=False)
+
+
 def run_game(args: argparse.Namespace) -> None:
     record_pid()
     if args.ignore_term:
@@ -115,6 +122,8 @@ def run_game(args: argparse.Namespace) -> None:
         if args.ignore_term:
             extra.append("--ignore-term")
         subprocess.Popen([sys.executable, os.path.abspath(__file__), "--role", "child", *extra])
+    if args.helpers:
+        threading.Thread(target=spawn_helpers, args=(args.helpers,), daemon=True).start()
     if args.crash is not None:
         say("loading assets", err=True)
         say("Error: the test game crashed on purpose", err=True)
@@ -149,6 +158,7 @@ def main() -> None:
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--ignore-close", action="store_true")
     parser.add_argument("--lines", type=int, default=0)
+    parser.add_argument("--helpers", type=int, default=0)
     parser.add_argument("--no-tools", action="store_true")
     parser.add_argument("--name", default="Test Game")
     parser.add_argument("--version", default="0.0.1")
