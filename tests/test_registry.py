@@ -388,3 +388,34 @@ def test_prune_entry_deletes_only_a_dead_unchanged_entry(tmp_path: Path) -> None
     write_entry(tmp_path, good(pid=gone))
     assert prune_entry(entries[gone]) is True and not (tmp_path / f"{gone}.json").exists()
     assert prune_entry(entries[gone]) is False  # already gone: no error
+
+
+# --------------------------------------------------------------------------- a directory full of junk
+
+def test_ten_thousand_junk_files_do_not_hide_a_live_game(tmp_path: Path) -> None:
+    from game_bridge_mcp.config import Config
+    from game_bridge_mcp.discovery.report import discover
+    from peers.fakegame import FakeGame
+
+    junk = json.dumps(good(pid=999_999_999, port=1))
+    for index in range(10_000):  # sorts before any real pid's name
+        (tmp_path / f"{index:010d}.json").write_text(junk)
+    with FakeGame() as game:
+        write_entry(tmp_path, good(pid=os.getpid(), port=game.port))  # named <pid>.json, as writers do
+        scan = read_registry(tmp_path)
+        assert any(e.port == game.port for e in scan.entries)
+        report = discover(Config(environ={}, registry_dir=tmp_path, scan=False))
+    assert [r["port"] for r in report["live"]] == [game.port]
+    if scan.cut_short:  # on a slow machine the time bound ends the read: then it says so
+        assert "cut short" in report["registryNote"]
+
+
+def test_a_read_cut_short_by_time_or_count_says_so(tmp_path: Path) -> None:
+    for pid in range(2, 40):
+        write_entry(tmp_path, good(pid=pid + 4_000_000, port=7000 + pid))
+    scan = read_registry(tmp_path, time_budget_s=0.0)
+    assert scan.cut_short and "cut short" in (scan.note or "") and "38 entry files" in scan.note  # type: ignore[operator]
+    assert any(p.path == tmp_path and "read 0 of them" in p.reason for p in scan.problems)
+    scan = read_registry(tmp_path, max_files=5)
+    assert scan.cut_short and len(scan.entries) == 5 and "the first 5 files" in (scan.note or "")
+    assert not read_registry(tmp_path).cut_short

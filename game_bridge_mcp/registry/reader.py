@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,42 +39,66 @@ except ImportError:  # pragma: no cover - exercised only where psutil is missing
 
 log = logging.getLogger(__name__)
 
-#: Most entry files read from one directory: a registry is a handful of tiny files;
-#: anything beyond is hostile.
-DEFAULT_MAX_FILES = 500
+#: Most entry files read from one directory (a registry is a handful of tiny files).
+DEFAULT_MAX_FILES = 5000
+#: How long reading one directory may take in all; what is left unread is reported.
+DEFAULT_TIME_BUDGET_S = 1.0
+#: Most names taken from the directory listing at all.
+MAX_NAMES = 200_000
 
 
 @dataclass
 class RegistryScan:
     """What :func:`read_registry` found: usable entries, unusable files with reasons,
     entries skipped because their host is not a loopback address, and a note when the
-    directory itself could not be read (missing is normal, not an error)."""
+    directory itself could not be read (missing is normal, not an error) or was not read
+    to the end (``cut_short``, also a problem on the directory)."""
 
     directory: Path
     entries: list[RegistryEntry] = field(default_factory=list)
     problems: list[RegistryProblem] = field(default_factory=list)
     ignored_hosts: list[RegistryProblem] = field(default_factory=list)
     note: str | None = None
+    cut_short: bool = False
+
+
+def _pid_named(name: str) -> bool:
+    """Whether ``<pid>.json`` names a process that is running now (cheap: no file read)."""
+    stem = name[:-len(".json")]
+    return stem.isdigit() and len(stem) < 10 and pid_alive(int(stem))
 
 
 # --------------------------------------------------------------------------- reading
 
 def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
-                  max_bytes: int = DEFAULT_MAX_BYTES) -> RegistryScan:
-    """Read every ``*.json`` entry in ``directory``; never raises for what is found there.
+                  max_bytes: int = DEFAULT_MAX_BYTES,
+                  time_budget_s: float = DEFAULT_TIME_BUDGET_S) -> RegistryScan:
+    """Read the ``*.json`` entries in ``directory``; never raises for what is found there.
 
     Hidden files (the writer's temporaries start with a dot) and other names are
     skipped silently. A missing or unreadable directory gives an empty scan with a
     ``note``. Each unusable file becomes a problem with a reason; an entry whose
     ``host`` is not a loopback IP literal lands in ``ignored_hosts``, so nothing is
     ever contacted on its say-so.
+
+    A directory stuffed with junk cannot hide a live game or stall the caller: files
+    named after a running process (``<pid>.json``, as writers name them) are read first,
+    reading stops after ``max_files`` files or ``time_budget_s`` seconds, and then
+    ``cut_short`` is set and a problem (and the note) says how many were read of how many.
     """
     directory = Path(directory)
     scan = RegistryScan(directory=directory)
+    started = time.monotonic()
+    names: list[str] = []
+    listing_cut = False
     try:
         with os.scandir(directory) as it:
-            names = sorted(e.name for e in it
-                           if e.name.endswith(".json") and not e.name.startswith("."))
+            for item in it:
+                if item.name.endswith(".json") and not item.name.startswith("."):
+                    names.append(item.name)
+                    if len(names) >= MAX_NAMES or time.monotonic() - started > max(time_budget_s, 0.25):
+                        listing_cut = True
+                        break
     except FileNotFoundError:
         scan.note = "the registry directory does not exist (no instance has registered yet)"
         return scan
@@ -83,12 +108,14 @@ def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
     except OSError as exc:
         scan.note = f"the registry directory cannot be read ({exc.strerror or exc})"
         return scan
-    if len(names) > max_files:
-        scan.problems.append(RegistryProblem(
-            directory, f"holds {len(names)} entry files; read only the first {max_files} "
-                       "(is something writing entries in a loop?)"))
-        names = names[:max_files]
-    for name in names:
+    live = sorted(n for n in names if _pid_named(n))
+    chosen = set(live)
+    ordered = live + sorted(n for n in names if n not in chosen)
+    read = 0
+    for name in ordered:
+        if read >= max_files or time.monotonic() - started > time_budget_s:
+            break
+        read += 1
         path = directory / name
         try:
             entry = load_entry(path, max_bytes=max_bytes)
@@ -102,6 +129,17 @@ def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
                 entry.port, entry.pid, entry.host))
             continue
         scan.entries.append(entry)
+    if read < len(ordered) or listing_cut:
+        total = f"at least {len(names)}" if listing_cut else str(len(names))
+        why = (f"the first {max_files} files" if read >= max_files
+               else f"what could be read in {int(time_budget_s * 1000)} ms")
+        scan.cut_short = True
+        scan.note = (f"the list was cut short: the registry directory holds {total} entry files and "
+                     f"only {read} were read ({why}; files named after a running process first). "
+                     "Is something writing entries in a loop? Remove the files that are not entries")
+        scan.problems.append(RegistryProblem(
+            directory, f"holds {total} entry files; read {read} of them ({why}, files named after a "
+                       "running process first): the list of instances may be incomplete"))
     return scan
 
 
