@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import threading
@@ -13,17 +14,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import psutil
 import pytest
 
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.discovery.report import discover
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.launch import parent
+from game_bridge_mcp.launch import parent, procs
+from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.launch.launcher import Launcher
 from game_bridge_mcp.wire.client import GameClient
 from peers.fakegame import FakeGame
-from launch_helpers import (PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
+from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
                             wait_until, write_declaration)
 
 pytestmark = pytest.mark.timeout(60)
@@ -218,3 +221,127 @@ def test_a_listener_owned_by_another_user_is_flagged(tmp_path: Path, monkeypatch
     with FakeGame() as mine:
         (own,) = discover(Config(environ={}, registry_dir=tmp_path / "reg"), range_spec=str(mine.port))["live"]
     assert "otherUser" not in own
+
+
+# --------------------------------------------------------------------------- the subreaper
+
+def start_driver(tmp_path: Path, guard: ProcessGuard, declaration: Path) -> subprocess.Popen:
+    driver = subprocess.Popen([PYTHON, str(DRIVER), "--config", str(declaration), "--registry-dir",
+                               str(tmp_path / "home" / "instances")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=guard.env)
+    assert driver.stdout is not None
+    launched = json.loads(driver.stdout.readline())
+    assert "port" in launched, launched
+    json.loads(driver.stdout.readline())  # the summary
+    return driver
+
+
+def end_driver(driver: subprocess.Popen) -> None:
+    if driver.stdin is not None and not driver.stdin.closed:
+        driver.stdin.close()
+    try:
+        driver.wait(10)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        driver.wait()
+
+
+def test_a_descendant_that_double_forks_away_is_adopted_and_reaped(tmp_path: Path, guard: ProcessGuard) -> None:
+    # The escapee leaves the group, the session and the marker: only adoption finds it.
+    driver = start_driver(tmp_path, guard, write_declaration(tmp_path, "--child", "escape"))
+    try:
+        assert wait_until(lambda: len(guard.recorded()) == 2, 10)
+        escapee = next(p for p in guard.recorded() if "--escaped" in p.cmdline())
+        assert escapee.ppid() == driver.pid  # adopted by the bridge, not by init
+        assert "GAME_BRIDGE_LAUNCH_ID" not in escapee.environ()
+        assert driver.stdin is not None
+        driver.stdin.close()  # the bridge shuts down
+        assert wait_until(lambda: not guard.recorded(), 10), guard.recorded()
+    finally:
+        end_driver(driver)
+
+
+def test_adopted_processes_that_exit_are_reaped_not_left_as_zombies(tmp_path: Path, guard: ProcessGuard) -> None:
+    driver = start_driver(tmp_path, guard, write_declaration(tmp_path, "--child", "escape-brief"))
+    try:
+        pids = tmp_path / "pids.txt"
+        assert wait_until(lambda: pids.exists() and len(pids.read_text().split("\n")) >= 3, 10)
+        escaped = int(pids.read_text().split("\n")[1].split()[0])
+
+        def zombie_children() -> list[int]:
+            found = []
+            for child in psutil.Process(driver.pid).children():
+                try:
+                    if child.status() == psutil.STATUS_ZOMBIE:
+                        found.append(child.pid)
+                except psutil.Error:
+                    continue
+            return found
+
+        # It was adopted (while alive), ended on its own, and its zombie was collected.
+        assert wait_until(lambda: not psutil.pid_exists(escaped), 6), zombie_children()
+        assert not zombie_children()
+    finally:
+        end_driver(driver)
+
+
+# --------------------------------------------------------------------------- processes to spare
+
+def test_a_declared_process_to_spare_survives_the_stop(tmp_path: Path, launchers: LauncherFactory,
+                                                      guard: ProcessGuard) -> None:
+    daemon = "import time; time.sleep(600)"
+    decl = tmp_path / "gamebridge.json"
+    decl.write_text(json.dumps({"launch": {
+        "command": f"{PYTHON} -c {shlex.quote(daemon)} fake-gradle-daemon & exec {PYTHON} {GAME} --port {{port}}",
+        "spare": ["fake-gradle-daemon"], "readyTimeoutMs": 10000}}))
+
+    def daemons() -> list[psutil.Process]:
+        return [p for p in guard.tagged() if "fake-gradle-daemon" in " ".join(p.cmdline())]
+
+    launcher = launchers(decl)
+    port = launcher.launch()["port"]
+    try:
+        assert wait_until(daemons, 5)
+        (spared,) = daemons()
+        assert spared.environ().get("GAME_BRIDGE_LAUNCH_ID")  # marked, in the group: still spared
+        stopped = launcher.stop(port, grace_ms=1000)
+        assert stopped["stopped"] is True and not guard.recorded()  # the game went
+        assert spared.is_running() and spared.status() != psutil.STATUS_ZOMBIE
+    finally:
+        for proc in daemons():  # the test's own process (started through its launcher)
+            proc.kill()
+            proc.wait(5)
+
+
+def test_the_watcher_spares_them_too(guard: ProcessGuard) -> None:
+    env = {**guard.env, "GAME_BRIDGE_LAUNCH_ID": "launch-s"}
+    leader = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+    spared = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)", "keep-this-daemon"], env=env,
+                              start_new_session=True)
+    script = Path(parent.__file__).with_name("watcher.py")
+    watcher = subprocess.Popen([PYTHON, str(script)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        ref = procs.ref_for(leader.pid)
+        assert ref is not None and watcher.stdin is not None
+        watcher.stdin.write(json.dumps({"op": "launch", "id": "s", "pid": ref.pid, "ctime": ref.create_time,
+                                        "pgid": ref.pid, "marker": "launch-s",
+                                        "spare": ["keep-this-daemon"]}).encode() + b"\n")
+        watcher.stdin.close()
+        assert watcher.wait(10) == 0
+        assert leader.wait(5) == -signal.SIGTERM
+        assert spared.poll() is None
+    finally:
+        for proc in (leader, spared, watcher):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def test_spare_is_checked_in_the_declaration(tmp_path: Path) -> None:
+    decl = tmp_path / "gamebridge.json"
+    decl.write_text(json.dumps({"launch": {"command": "x", "spare": ["ab"]}}))
+    with pytest.raises(BridgeUsageError, match="launch.spare"):
+        load_declaration(decl)
+    decl.write_text(json.dumps({"launch": {"command": "x", "spare": ["GradleDaemon"]}}))
+    assert load_declaration(decl).spare == ("GradleDaemon",)

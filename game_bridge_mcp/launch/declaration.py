@@ -66,6 +66,9 @@ class LaunchDeclaration:
     ready_timeout_ms: int = DEFAULT_READY_TIMEOUT_MS
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     extra_args: tuple[str, ...] = ()
+    #: ``launch.spare``: a launched process whose command line contains one of these is
+    #: never signalled when the instance is stopped (a Gradle daemon an IDE shares).
+    spare: tuple[str, ...] = ()
 
     def render(self, port: int) -> tuple[list[str] | str, bool]:
         """``(command, use_shell)`` for ``port``: the shell line with ``{port}`` substituted
@@ -292,9 +295,16 @@ def parse_declaration(path: Path, document: Any) -> LaunchDeclaration:
     extra_value = launch.get("extraArgs", [])
     extra = () if extra_value is None else _string_list(path, "launch.extraArgs", extra_value, non_empty=False)
 
+    spare_value = launch.get("spare", [])
+    spare = () if spare_value is None else _string_list(path, "launch.spare", spare_value, non_empty=False)
+    for index, pattern in enumerate(spare):
+        if len(pattern.strip()) < 3:
+            raise _fail(path, f"launch.spare[{index}]", "must name a process by a distinctive part of its "
+                        "command line (3 characters or more), e.g. \"GradleDaemon\"")
+
     return LaunchDeclaration(path=path, name=name, command=command, argv=argv, cwd=cwd,
                              port_range=port_range, ready_timeout_ms=timeout,
-                             env=MappingProxyType(env), extra_args=extra)
+                             env=MappingProxyType(env), extra_args=extra, spare=spare)
 
 
 def load_declaration(path: Path) -> LaunchDeclaration:

@@ -146,7 +146,7 @@ class Instance:
             capture = OutputCapture(proc.stdout, log_path, log_fd, cap_bytes=log_cap_bytes)
         inst = cls(port=port, launch_id=launch_id, declaration=decl, command=display,
                    proc=proc, leader=leader,
-                   tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set()),
+                   tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set(), spare=decl.spare),
                    lock=lock, capture=capture, started=started, pidfd=pidfd,
                    started_at=_utc_now(),
                    name=decl.name)

@@ -47,6 +47,7 @@ from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
 from ..paths import default_log_dir, locks_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
+from .monitor import Monitor
 from .watchlink import NoWatcher, WatcherLink
 
 log = logging.getLogger(__name__)
@@ -107,8 +108,8 @@ class Launcher:
         #: its log itself, so it is not capped).
         self.log_cap_bytes = log_cap_bytes
         self._watcher: Any = NoWatcher() if detached else WatcherLink(watcher_log)
-        self._monitor: threading.Thread | None = None
-        self._monitor_stop = threading.Event()
+        #: Once a second: new descendants, adopted orphans, adopted zombies (.monitor).
+        self._monitor = Monitor(self._tracked, self._watcher)
 
     # ------------------------------------------------------------------ public
     @property
@@ -223,7 +224,7 @@ class Launcher:
                 reader = getattr(inst.capture, "_pipe", None)
                 if isinstance(reader, TailReader):
                     reader.stop()
-            self._monitor_stop.set()
+            self._monitor.stop()
             return
         threads = [threading.Thread(target=self._stop_quietly, args=(inst, grace_ms),
                                     name=f"stop-{inst.port}", daemon=True) for inst in instances]
@@ -232,9 +233,10 @@ class Launcher:
         bound = time.monotonic() + grace_ms / 1000.0 + SHUTDOWN_TERM_S + 4.0
         for thread in threads:
             thread.join(timeout=max(0.0, bound - time.monotonic()))
-        self._monitor_stop.set()
+        self._monitor.stop()
         with self._lock:
             leftover = bool(self._instances)
+        self._monitor.reap_strays(term_s=SHUTDOWN_TERM_S)
         if not leftover:
             self._watcher.close()
         else:  # a stop did not finish in time: keep the pipe, the watcher reaps at exit
@@ -309,8 +311,9 @@ class Launcher:
             self._watcher.send({"op": "forget", "id": launch_id})
             raise
         self._watcher.send({"op": "launch", "id": launch_id, "pid": inst.leader.pid,
-                            "ctime": inst.leader.create_time, "pgid": inst.proc.pid, "marker": launch_id})
-        self._start_monitor()
+                            "ctime": inst.leader.create_time, "pgid": inst.proc.pid, "marker": launch_id,
+                            "spare": list(decl.spare)})
+        self._monitor.start()
         log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
         return inst
 
@@ -428,6 +431,8 @@ class Launcher:
                 result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "
                                      "in the kernel); they hold no port lock any more.")
             self._forget(inst)
+            if not self.launched_ports():  # the last one: what double-forked away goes too
+                self._monitor.reap_strays(term_s=term_s)
             return result
 
         return inst.stop_once(stop)
@@ -451,30 +456,12 @@ class Launcher:
         self._watcher.send({"op": "forget", "id": inst.launch_id})
 
     # ------------------------------------------------------------------ monitor
-    def _start_monitor(self) -> None:
+    def _tracked(self) -> list[Instance]:
         with self._lock:
-            if self._monitor is not None and self._monitor.is_alive():
-                return
-            self._monitor = threading.Thread(target=self._monitor_loop, name="launcher-monitor", daemon=True)
-            self._monitor.start()
-
-    def _monitor_loop(self) -> None:
-        """Once a second, record new descendants of every instance (and tell the
-        watcher), so a grandchild that later escapes the group is still known."""
-        while not self._monitor_stop.wait(1.0):
-            with self._lock:
-                instances = list(self._instances.values())
-            for inst in instances:
-                if not inst.stopping:
-                    self._note_descendants(inst)
+            return list(self._instances.values())
 
     def _note_descendants(self, inst: Instance) -> None:
-        try:
-            for ref in inst.tree.refresh():
-                self._watcher.send({"op": "child", "id": inst.launch_id, "pid": ref.pid,
-                                    "ctime": ref.create_time})
-        except Exception:  # pragma: no cover - monitoring is best effort
-            log.debug("descendant refresh failed", exc_info=True)
+        self._monitor.note_descendants(inst)
 
 
 __all__ = ["Launcher", "ProgressCallback"]

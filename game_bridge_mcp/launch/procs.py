@@ -230,6 +230,9 @@ class Tree:
     marker: str
     known: set[ProcRef]
     leader_guard: Callable[[], bool] | None = None
+    #: Processes to spare (the declaration's ``launch.spare``): one whose command line
+    #: contains any of these is never signalled, though its descendants still are.
+    spare: tuple[str, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def snapshot(self) -> list[ProcRef]:
@@ -284,7 +287,17 @@ class Tree:
             if ref.pid not in seen and is_alive(ref):
                 seen[ref.pid] = ref
         self.add(seen.values())
-        return list(seen.values())
+        return [ref for ref in seen.values() if ref == self.leader or not self.spared(ref)]
+
+    def spared(self, ref: ProcRef) -> bool:
+        """Whether ``ref``'s command line names one of the processes to spare."""
+        if not self.spare or psutil is None:
+            return False
+        try:
+            line = " ".join(psutil.Process(ref.pid).cmdline())
+        except (psutil.Error, OSError):
+            return False
+        return any(pattern in line for pattern in self.spare)
 
     def _group_is_ours(self) -> bool:
         if self.leader_guard is not None and self.leader_guard():
@@ -297,7 +310,8 @@ class Tree:
         targets that were signalled."""
         targets = list(targets)
         grouped = False
-        if self.leader_guard is not None and self.leader_guard():
+        # (A spared process may share the group: then only the targets are signalled.)
+        if not self.spare and self.leader_guard is not None and self.leader_guard():
             try:
                 os.killpg(self.pgid, sig)
                 grouped = True

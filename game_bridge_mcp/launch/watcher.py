@@ -15,7 +15,7 @@ reason, the watcher reaps exactly what the records name and exits:
 
 A bridge that exits normally has already stopped its instances and written ``forget``
 records, so on EOF there is nothing left and the watcher just exits. Records are JSON
-lines: ``{"op": "launch", "id", "pid", "ctime", "pgid", "marker"}``,
+lines: ``{"op": "launch", "id", "pid", "ctime", "pgid", "marker", "spare"}``,
 ``{"op": "expect", "id", "marker"}`` (sent before the spawn, so even a bridge killed
 between spawn and record leaves a findable marker), ``{"op": "child", "id", "pid",
 "ctime"}`` and ``{"op": "forget", "id"}``.
@@ -89,8 +89,10 @@ class Records:
             leader = procs.ProcRef(int(record["pid"]), float(record["ctime"]))
             marker = str(record.get("marker", ""))
             self.markers[ident] = marker
+            spare = record.get("spare")
             self.trees[ident] = procs.Tree(leader=leader, pgid=int(record.get("pgid", leader.pid)),
-                                           marker=marker, known=set())
+                                           marker=marker, known=set(),
+                                           spare=tuple(str(p) for p in spare) if isinstance(spare, list) else ())
         elif op == "child" and ident in self.trees:
             self.trees[ident].add([procs.ProcRef(int(record["pid"]), float(record["ctime"]))])
         elif op == "forget":

@@ -2,7 +2,7 @@
 stdin EOF / SIGINT / SIGTERM / SIGHUP, and nothing else.
 
     bridge_driver.py --config gamebridge.json --registry-dir DIR [--count N] [--port N]
-                     [--go-file PATH] [--watcher-log PATH]
+                     [--go-file PATH] [--watcher-log PATH] [--no-subreaper]
 
 Prints one JSON line per launch (the launch result, or {"error": ...}) and then
 {"launched": [...], "watcherPid": N}; then waits for stdin EOF or a signal, shuts down
@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from game_bridge_mcp.config import Config  # noqa: E402
 from game_bridge_mcp.errors import BridgeError  # noqa: E402
 from game_bridge_mcp.launch.launcher import Launcher  # noqa: E402
+from game_bridge_mcp.launch.parent import prepare_parent  # noqa: E402
 from game_bridge_mcp.launch.declaration import load_declaration  # noqa: E402
 
 
@@ -41,7 +42,10 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--go-file", default=None)
     parser.add_argument("--watcher-log", default=None)
+    parser.add_argument("--no-subreaper", action="store_true")
     args = parser.parse_args()
+    if not args.no_subreaper:
+        prepare_parent()  # what every entry point does: default SIGCHLD, child subreaper
 
     config = Config(environ=dict(os.environ), registry_dir=Path(args.registry_dir),
                     declaration=load_declaration(Path(args.config)))

@@ -5,9 +5,9 @@ grandchild (optionally one that calls setsid), ignoring SIGTERM, ignoring ``clos
 Every process it starts appends ``<pid> <starttime>`` to the file named by
 ``GB_TEST_PIDS`` (when set), so a test can check that nothing outlived it.
 
-    game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid]
+    game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid|escape|escape-brief]
             [--ignore-term] [--ignore-close] [--lines N] [--no-tools] [--helpers N]
-    game.py --role child [--setsid] [--ignore-term]
+    game.py --role child [--setsid] [--ignore-term] [--escape [--brief]]
 """
 
 from __future__ import annotations
@@ -43,7 +43,27 @@ def say(text: str, *, err: bool = False) -> None:
     stream.flush()
 
 
+def escape(args: argparse.Namespace) -> None:
+    """Double-fork away like a daemon: the middle process exits at once (so this one is
+    orphaned), then a new session and an environment without the launch marker, so
+    neither the process group, nor descent, nor the marker can find it any more."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    env = {k: v for k, v in os.environ.items() if k != "GAME_BRIDGE_LAUNCH_ID"}
+    argv = [sys.executable, os.path.abspath(__file__), "--role", "child", "--escaped"]
+    if args.brief:
+        argv.append("--brief")
+    os.execve(sys.executable, argv, env)
+
+
 def run_child(args: argparse.Namespace) -> None:
+    if args.escape and not args.escaped:
+        escape(args)
+    if args.brief:  # an escaped helper that ends on its own (its zombie is someone's to reap)
+        record_pid()
+        time.sleep(0.3)
+        return
     if args.setsid:
         os.setsid()
     if args.ignore_term:
@@ -118,7 +138,7 @@ def run_game(args: argparse.Namespace) -> None:
     for index in range(args.lines):
         say(f"line {index}")
     if args.child:
-        extra = ["--setsid"] if args.child == "setsid" else []
+        extra = {"setsid": ["--setsid"], "escape": ["--escape"], "escape-brief": ["--escape", "--brief"]}.get(args.child, [])
         if args.ignore_term:
             extra.append("--ignore-term")
         subprocess.Popen([sys.executable, os.path.abspath(__file__), "--role", "child", *extra])
@@ -153,8 +173,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--boot-delay", type=float, default=0.0)
     parser.add_argument("--crash", type=int, default=None)
-    parser.add_argument("--child", choices=["plain", "setsid"], default=None)
+    parser.add_argument("--child", choices=["plain", "setsid", "escape", "escape-brief"], default=None)
     parser.add_argument("--setsid", action="store_true")
+    parser.add_argument("--escape", action="store_true")
+    parser.add_argument("--escaped", action="store_true")
+    parser.add_argument("--brief", action="store_true")
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--ignore-close", action="store_true")
     parser.add_argument("--lines", type=int, default=0)
