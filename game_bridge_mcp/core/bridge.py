@@ -21,7 +21,7 @@ from ..wire.client import GameClient
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import listing
-from .digest import summarise
+from .digest import get_path, summarise
 from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -339,13 +339,18 @@ class Bridge:
             return self.close(port=port, grace_ms=timeout_ms)
         inst = self._instance(port)
         baseline: dict[str, Any] | None = None
+        until_digest = until is not None and not include_state and until.condition.digest_answers is not False
 
         def send() -> dict[str, Any]:
             nonlocal baseline
             with inst.command_lock:
                 if until is not None and until.condition.needs_baseline:
-                    baseline = inst.client.state()
-                return inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync)
+                    baseline = self._whole_if_needed(inst.client, until, inst.client.state(digest=until_digest))
+                outcome = inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync,
+                                                       digest=not include_state and (until is None or until_digest))
+                if until is not None and until_digest and isinstance(outcome.get("state"), dict):
+                    outcome["state"] = self._whole_if_needed(inst.client, until, outcome["state"])
+                return outcome
 
         outcome = self._guarded(port, send)
         result: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command}
@@ -368,7 +373,7 @@ class Bridge:
             if done.note:
                 result["resultNote"] = done.note
             if until is not None:
-                settled = self._settle(port, until, baseline=baseline, first=state)
+                settled = self._settle(port, until, baseline=baseline, first=state, whole=include_state)
                 state = settled.pop("_state")
                 digest = summarise(state)
                 for key in ("completedCommandId", "simFrame", "paused"):
@@ -379,7 +384,7 @@ class Bridge:
                 result["state"] = state
         elif confirmation == "not-waited":
             if until is not None:
-                settled = self._settle(port, until, baseline=baseline, first=None)
+                settled = self._settle(port, until, baseline=baseline, first=None, whole=include_state)
                 state = settled.pop("_state")
                 result.update(settled)
                 result.update(summarise(state))
@@ -388,19 +393,14 @@ class Bridge:
         return result
 
     def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,
-                first: Mapping[str, Any] | None) -> dict[str, Any]:
+                first: Mapping[str, Any] | None, whole: bool = False) -> dict[str, Any]:
         """Wait for ``until`` after a command: ``settled`` and what was seen, and the state
         it ended on under ``_state`` (for the caller's digest)."""
-        client = self.client(port)
         watch = until.condition.watch(baseline)
-
-        def poll(remaining_ms: int | None) -> dict[str, Any]:
-            return self._guarded(port, lambda: client.state(timeout_ms=remaining_ms))
-
+        poll, cost = self._condition_polls(port, until.condition, whole=whole)
         paused = clock.RefusePaused(poll, port, until.condition, last=first)
         try:
-            waited = wait_until(paused, watch, timeout_ms=until.timeout_ms, poll_cost_s=lambda: client.state_cost_s,
-                                first=first)
+            waited = wait_until(paused, watch, timeout_ms=until.timeout_ms, poll_cost_s=cost, first=first)
         except GamePaused as exc:  # the command was applied; only the wait is pointless
             return {"settled": False, **watch.report(), "note": exc.message, "_state": paused.last or {}}
         out: dict[str, Any] = {"settled": waited.matched, **watch.report()}
@@ -408,6 +408,37 @@ class Bridge:
             out["note"] = watch.miss_note(waited.total_ms)
         out["_state"] = waited.state
         return out
+
+    @staticmethod
+    def _whole_if_needed(client: GameClient, until: Until, state: dict[str, Any]) -> dict[str, Any]:
+        """A digest that lacks the ``game.<key>`` ``until`` reads (not a scalar now, or not
+        there): the whole state instead, so the condition is judged on what the game has."""
+        condition = until.condition
+        if condition.digest_answers is None and client.uses("view") and not get_path(state, condition.path or "")[0]:
+            return client.state()
+        return state
+
+    def _condition_polls(self, port: int, condition: Condition, *, whole: bool = False
+                         ) -> tuple[Callable[[int | None], dict[str, Any]], Callable[[], float]]:
+        """How a wait for ``condition`` fetches states (given the time left), and what the
+        last fetch cost: ``view=digest`` when the digest answers the condition (and the
+        caller does not want the ``whole`` state); for a ``game.<key>`` a digest without
+        it is checked against the whole state, which is fetched from then on."""
+        client = self.client(port)
+        keeps = False if whole else condition.digest_answers
+
+        def fetch(remaining_ms: int | None) -> dict[str, Any]:
+            nonlocal keeps
+            state = client.state(timeout_ms=remaining_ms, digest=keeps is not False)
+            if keeps is None and client.uses("view") and not get_path(state, condition.path or "")[0]:
+                keeps = False  # not a scalar now, or not there: look at the whole state
+                state = client.state(timeout_ms=remaining_ms)
+            return state
+
+        def poll(remaining_ms: int | None) -> dict[str, Any]:
+            return self._guarded(port, lambda: fetch(remaining_ms))
+
+        return poll, lambda: client.poll_cost(keeps is not False)
 
     # ------------------------------------------------------------------ bridge toolset
     def _bridge_tool(self, name: str, port: int, args: dict[str, Any]) -> dict[str, Any]:
@@ -422,7 +453,7 @@ class Bridge:
 
     def get_state(self, *, port: Any = None, summary: bool | None = False) -> dict[str, Any]:
         target = self._port(port)
-        state = self._guarded(target, lambda: self.client(target).state())
+        state = self._guarded(target, lambda: self.client(target).state(digest=bool(summary)))
         if summary:
             return {"port": target, **summarise(state)}
         return state
@@ -462,13 +493,9 @@ class Bridge:
         condition = Condition(path=path, equals=None if equals is UNSET else equals,
                               has_equals=equals is not UNSET, changes=bool(changes), event=event)
         condition.check()
-        client = self.client(target)
-
-        def poll(remaining_ms: int | None) -> dict[str, Any]:
-            return self._guarded(target, lambda: client.state(timeout_ms=remaining_ms))
-
+        poll, cost = self._condition_polls(target, condition)
         result, state = wait_for_state(clock.RefusePaused(poll, target, condition), condition,
-                                       timeout_ms=timeout_ms, poll_cost_s=lambda: client.state_cost_s)
+                                       timeout_ms=timeout_ms, poll_cost_s=cost)
         return {"port": target, **result, **summarise(state)}
 
     def advance(self, *, port: Any = None, frames: Any = None, until: Any = None,

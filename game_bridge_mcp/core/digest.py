@@ -152,6 +152,25 @@ def bounded(value: Any, budget: int) -> tuple[Any, bool]:
     return text[: max(1, budget - 1)] + "…", True
 
 
+#: The top-level keys a game's ``/state?view=digest`` keeps whole (extensions.md); inside
+#: ``game`` it keeps only the scalar values.
+DIGEST_VIEW_KEYS = frozenset({"frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults"})
+
+
+def digest_keeps(path: str) -> bool | None:
+    """Whether ``/state?view=digest`` keeps what ``path`` names: True (always, when
+    ``/state`` has it), None (``game.<key>``: only when its value is a scalar, so a miss
+    in the digest proves nothing) or False (it may leave it out)."""
+    segments = [s for s in path.replace("[", ".").replace("]", "").split(".") if s != ""]
+    if not segments:
+        return False
+    if segments[0] in DIGEST_VIEW_KEYS:
+        return True
+    if segments[0] == "game" and len(segments) == 2:
+        return None
+    return False
+
+
 def get_path(document: Any, path: str) -> tuple[bool, Any]:
     """``get_path(state, "game.pieces.0.x")`` -> ``(found, value)``.
 

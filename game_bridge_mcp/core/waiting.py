@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .. import polling
-from .digest import event_text, get_path, json_equal
+from .digest import digest_keeps, event_text, get_path, json_equal
 from ..errors import BridgeUsageError, GameOffline
 from ..jsonio import as_int
 
@@ -93,6 +93,17 @@ class Condition:
         """Whether it should be watched from a state taken before the action (``changes``
         differs from it; ``event`` must be new since it)."""
         return self.changes or self.event is not None
+
+    @property
+    def digest_answers(self) -> bool | None:
+        """Whether ``/state?view=digest`` is enough to evaluate it: True; None (a
+        ``game.<key>``, kept in the digest only while its value is a scalar); or False."""
+        if self.event is not None:
+            return True
+        keeps = digest_keeps(self.path or "")
+        if keeps is None and self.has_equals and isinstance(self.equals, (dict, list)):
+            return False  # awaited to equal an object or a list: never in the digest
+        return keeps
 
     def watch(self, baseline: Mapping[str, Any] | None = None) -> "Watch":
         """A fresh evaluation of this condition (see the module's docstring)."""

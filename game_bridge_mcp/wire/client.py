@@ -72,6 +72,15 @@ BURST_S = 0.001
 #: re-measures the frame's start).
 MIN_LEAD_S = 0.00005
 MAX_LEAD_S = 0.00015
+#: ``after``: the longest hold the extensions page allows (ms); how much of the deadline
+#: is kept for a held answer's transfer (plus twice what a /state of the kind asked
+#: costs); a held answer this much (or 5 %) shorter than its waitMs, without the command,
+#: breaks the rule; a hold of at least this many ms that lasted all of waitMs although the
+#: command was done breaks it too (see GameClient._confirm_held).
+MAX_WAIT_MS = 10000
+HELD_RESERVE_S = 0.02
+EARLY_TOLERANCE_S = 0.005
+HANG_CHECK_MS = 200
 
 
 def _format_arg(value: Any) -> str:
@@ -148,14 +157,19 @@ class GameClient:
         """Forget what was learned about the game's answers (its frame clock aside)."""
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
-        #: What the last /state and /health cost (seconds).
+        #: What the last /state, /state?view=digest and /health cost (seconds).
         self.state_cost_s = 0.0
+        self.digest_cost_s = 0.0
         self.health_cost_s = 0.0
         #: Does it apply commands between frames (so a frame need not be waited for)?
         self.applies_between_frames = False
         #: The extensions the game advertises in ``/health`` ``features`` (extensions.md),
         #: learned from every /health answer; None until one has been read.
         self.features: frozenset[str] | None = None
+        #: Advertised extensions the game was caught breaking (an ``after`` answered early
+        #: without the command, a digest without ``completedCommandId``): not used again
+        #: until the game restarts. See :meth:`uses`.
+        self.broken_features: set[str] = set()
 
     def forget(self) -> None:
         """Forget everything learned about the game (it went offline, was stopped, or
@@ -177,6 +191,17 @@ class GameClient:
             self.health(timeout_ms=timeout_ms)
             features = self.features
         return features if features is not None else frozenset()
+
+    def uses(self, name: str) -> bool:
+        """Whether the bridge may rely on extension ``name`` with this game: advertised,
+        and not caught broken since the game started. The only gate for sending a
+        parameter an extension defines (a game is never sent one it did not advertise)."""
+        return self.has_feature(name) and name not in self.broken_features
+
+    def _broken(self, name: str, why: str) -> None:
+        if name not in self.broken_features:
+            log.warning("port %s advertises %r but %s; not using it until the game restarts", self.port, name, why)
+            self.broken_features.add(name)
 
     @property
     def last_frame(self) -> int | None:
@@ -270,16 +295,38 @@ class GameClient:
         self.health_cost_s = arrived - sent
         return body
 
-    def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
-        """``GET /state`` as a dict (a game that answers something else breaks the contract)."""
+    def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+              digest: bool = False) -> dict:
+        """``GET /state`` as a dict (a game that answers something else breaks the contract).
+
+        ``digest``: the digest is all the caller needs, so a game that advertises ``view``
+        is asked for ``view=digest`` (extensions.md); others answer the whole state."""
+        if digest and self.features is None:
+            self.learn_features(timeout_ms=timeout_ms)  # once per generation: may it be asked?
+        view = digest and self.uses("view")
+        return self._state("/state?view=digest" if view else "/state", timeout_s=self._timeout_s(timeout_ms),
+                           max_bytes=max_bytes, view=view)
+
+    def _state(self, path: str, *, timeout_s: float, max_bytes: int, view: bool = False,
+               held: bool = False) -> dict:
         started = self._clock()
-        response = self._request("/state", timeout_s=self._timeout_s(timeout_ms), max_bytes=max_bytes)
+        response = self._request(path, timeout_s=timeout_s, max_bytes=max_bytes)
         arrived = self._clock()
         if response.status != 200:
             raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/state")
         body = self._json(response, "/state")
-        self._observe(body, started, arrived)  # first: a restart forgets what was learned
-        self.state_cost_s = self._clock() - started
+        del response  # the body's bytes are not kept while the document lives
+        if held:
+            # Held until the command was done: the answer was made just before it arrived,
+            # and the time it took says nothing about what a /state costs.
+            self._observe(body, arrived, arrived)
+        else:
+            self._observe(body, started, arrived)  # first: a restart forgets what was learned
+            cost = self._clock() - started
+            if view:
+                self.digest_cost_s = cost
+            else:
+                self.state_cost_s = cost
         with self._stats_lock:
             self.stats["stateFetches"] += 1
         if not isinstance(body, dict):
@@ -356,12 +403,16 @@ class GameClient:
 
     # ----------------------------------------------------------------- confirm
     def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
-                         timeout_ms: int | None = None, sync: bool = True) -> dict:
+                         timeout_ms: int | None = None, sync: bool = True, digest: bool = False) -> dict:
         """Queue a command and wait until the game has applied it.
 
         Returns ``{"answer", "commandId", "confirmation", "state"}`` where ``state`` is a
         ``/state`` snapshot taken after the command ran (None when ``sync`` is False,
-        ``confirmation: "not-waited"``)."""
+        ``confirmation: "not-waited"``). ``digest``: the digest of that state is all the
+        caller needs (a game with ``view`` then sends only the digest's fields).
+
+        A game that advertises ``after`` is asked once, ``/state?after=<commandId>``, and
+        answers when the command is done; others are polled (see the module docstring)."""
         total_ms = self.timeout_ms if timeout_ms is None else int(timeout_ms)
         deadline = self._clock() + total_ms / 1000.0
         with self.keep_alive():
@@ -370,7 +421,7 @@ class GameClient:
             queued_frame = as_int(answer.get("frame"))
             if not sync:
                 return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
-            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer)
+            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
 
     def _remaining_ms(self, deadline: float) -> int:
         # Rounded up, so a poll that times out has always reached the command's deadline
@@ -378,57 +429,118 @@ class GameClient:
         return max(1, math.ceil((deadline - self._clock()) * 1000))
 
     def _confirm(self, cmd: str, command_id: int | None, queued_frame: int | None,
-                 deadline: float, total_ms: int, answer: dict) -> dict:
+                 deadline: float, total_ms: int, answer: dict, digest: bool = False) -> dict:
+        if command_id is not None and self.features is None:
+            try:  # which extensions to use and how to poll, learned once (per generation)
+                self.health(timeout_ms=self._remaining_ms(deadline))
+            except GameOffline:
+                if self._clock() < deadline:
+                    raise
+                raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id) from None
+        if command_id is not None and self.uses("after"):
+            held = self._confirm_held(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+            if held is not None:
+                return held  # else the game broke the rule: confirm as for a game without it
         interval = 0.0
         last: dict = {}
         base_frame = queued_frame
-        plan = self._frame_plan(queued_frame, self._clock())
+        plan = self._frame_plan(queued_frame, self._clock(), digest)
         if plan is not None:  # the command runs on a later frame: no use asking sooner
             self._sleep(max(0.0, min(plan[0], deadline) - self._clock()))
         while True:
             try:
-                state = self._next_state(command_id, base_frame, deadline, as_int(last.get("frame")))
+                state = self._next_state(command_id, base_frame, deadline, as_int(last.get("frame")), digest)
             except GameOffline:
                 if self._clock() < deadline:
                     raise
                 state = None  # the poll ran into the command's own deadline: a CommandTimeout
             if state is not None:
                 last = state
-                completed = as_int(state.get("completedCommandId"))
-                frame = as_int(state.get("frame"))
-                if base_frame is not None and frame is not None and frame < base_frame:
-                    raise CommandTimeout(self.port, cmd, total_ms, message=(
-                        f"The game on port {self.port} restarted (frame went back from {base_frame} "
-                        f"to {frame}) while command '{cmd}' was pending; it was probably lost. Send it again."),
-                        lastFrame=frame)
-                if command_id is not None and completed is not None:
-                    if completed >= command_id:
-                        if queued_frame is not None and frame == queued_frame:
-                            self.applies_between_frames = True  # never wait for a frame with this game
-                        return {"answer": answer, "commandId": command_id,
-                                "confirmation": "completedCommandId", "state": state}
-                elif frame is not None:
+                verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state)
+                if verdict is not None:
+                    return verdict
+                if command_id is None or as_int(state.get("completedCommandId")) is None:
+                    frame = as_int(state.get("frame"))
                     if base_frame is None:
                         base_frame = frame
-                    elif frame >= base_frame + 2:
-                        return {"answer": answer, "commandId": command_id,
-                                "confirmation": "frames-advanced", "state": state}
-                else:
-                    return {"answer": answer, "commandId": command_id,
-                            "confirmation": "unconfirmed", "state": state}
             now = self._clock()
             if now >= deadline:
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id,
                                      lastCompletedCommandId=as_int(last.get("completedCommandId")),
                                      lastFrame=as_int(last.get("frame")))
-            pause, interval = self._next_wait(queued_frame, interval, command_id, now)
+            pause, interval = self._next_wait(queued_frame, interval, command_id, now, digest)
             self._sleep(min(pause, max(0.0, deadline - now)))
 
+    def _verdict(self, cmd: str, command_id: int | None, queued_frame: int | None, base_frame: int | None,
+                 total_ms: int, answer: dict, state: dict) -> dict | None:
+        """What one snapshot says of the command: the outcome, None (not yet), or a
+        CommandTimeout raised for a game that restarted meanwhile."""
+        completed = as_int(state.get("completedCommandId"))
+        frame = as_int(state.get("frame"))
+        if base_frame is not None and frame is not None and frame < base_frame:
+            raise CommandTimeout(self.port, cmd, total_ms, message=(
+                f"The game on port {self.port} restarted (frame went back from {base_frame} "
+                f"to {frame}) while command '{cmd}' was pending; it was probably lost. Send it again."),
+                lastFrame=frame)
+        if command_id is not None and completed is not None:
+            if completed < command_id:
+                return None
+            if queued_frame is not None and frame == queued_frame:
+                self.applies_between_frames = True  # never wait for a frame with this game
+            return {"answer": answer, "commandId": command_id, "confirmation": "completedCommandId", "state": state}
+        if frame is None:
+            return {"answer": answer, "commandId": command_id, "confirmation": "unconfirmed", "state": state}
+        if base_frame is not None and frame >= base_frame + 2:
+            return {"answer": answer, "commandId": command_id, "confirmation": "frames-advanced", "state": state}
+        return None
+
+    def _confirm_held(self, cmd: str, command_id: int, queued_frame: int | None, deadline: float,
+                      total_ms: int, answer: dict, digest: bool) -> dict | None:
+        """``after`` (extensions.md): ``/state?after=<id>&waitMs=<what is left>``, asked
+        again only when it was held for all of ``waitMs``. None when the game broke the
+        rule (answered early without the command, or without ``completedCommandId``):
+        the caller confirms by polling, and the feature is not used again until restart.
+
+        ``waitMs`` leaves a little of the deadline for the answer's transfer, so even a game
+        that holds for all of ``waitMs`` when the command is long done answers in time."""
+        while True:
+            remaining_s = deadline - self._clock()
+            if remaining_s <= 0:
+                raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id)
+            view = digest and self.uses("view")
+            cost = self.digest_cost_s if view else self.state_cost_s
+            reserve_s = min(remaining_s / 4, HELD_RESERVE_S + 2 * cost)
+            wait_ms = max(0, min(MAX_WAIT_MS, int((remaining_s - reserve_s) * 1000)))
+            path = f"/state?after={command_id}&waitMs={wait_ms}" + ("&view=digest" if view else "")
+            sent = self._clock()
+            try:
+                state = self._state(path, timeout_s=remaining_s, max_bytes=DEFAULT_MAX_BYTES, view=view, held=True)
+            except GameOffline:
+                if self._clock() < deadline:
+                    raise
+                raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id) from None
+            held_s = self._clock() - sent
+            verdict = self._verdict(cmd, command_id, queued_frame, queued_frame, total_ms, answer, state)
+            completed = as_int(state.get("completedCommandId"))
+            if completed is None:
+                self._broken("view" if view else "after", "its /state answered without completedCommandId")
+                return None
+            if verdict is not None:
+                if wait_ms >= HANG_CHECK_MS and held_s >= wait_ms / 1000 * 0.98:
+                    # The command may have been done long before: a game that holds for all
+                    # of waitMs would cost every call its whole deadline.
+                    self._broken("after", f"held /state for all of waitMs ({wait_ms} ms) although the command was done")
+                return verdict
+            if held_s < wait_ms / 1000 - max(EARLY_TOLERANCE_S, 0.05 * wait_ms / 1000):
+                self._broken("after", f"answered /state?after={command_id} after {held_s * 1000:.0f} ms of "
+                             f"waitMs={wait_ms} with completedCommandId {completed}")
+                return None
+
     def _next_wait(self, queued_frame: int | None, interval: float, command_id: int | None,
-                   now: float) -> tuple[float, float]:
+                   now: float, digest: bool = False) -> tuple[float, float]:
         """How long to wait before the next poll, and the interval to carry on from."""
-        backoff = min(max(interval * 2, FIRST_INTERVAL_S), self._interval_cap(command_id))
-        plan = self._frame_plan(queued_frame, now)
+        backoff = min(max(interval * 2, FIRST_INTERVAL_S), self._interval_cap(command_id, digest))
+        plan = self._frame_plan(queued_frame, now, digest)
         if plan is None:
             return backoff, backoff
         poll_at, starts, period = plan
@@ -438,7 +550,12 @@ class GameClient:
             return 0.0, 0.0  # the frame is due about now: poll back to back for a moment
         return backoff, backoff  # it is late: back off as without a prediction
 
-    def _frame_plan(self, queued_frame: int | None, now: float) -> tuple[float, float, float] | None:
+    def poll_cost(self, digest: bool = False) -> float:
+        """What the last ``/state`` of the kind ``state(digest=digest)`` asks cost (seconds)."""
+        return self.digest_cost_s if digest and self.uses("view") else self.state_cost_s
+
+    def _frame_plan(self, queued_frame: int | None, now: float,
+                    digest: bool = False) -> tuple[float, float, float] | None:
         """When the frame after the newest one seen is predicted to start, and when to
         poll for it (about one poll's round trip earlier), with the period; None when
         there is no prediction or it should not be used."""
@@ -453,28 +570,26 @@ class GameClient:
             return None
         if queued_frame is not None and seen > queued_frame and now - (starts - period) < min(SETTLE_S, period / 2):
             return None  # a frame after the command has just begun: the game may still be applying it
-        if self.health_has_completed_id or self.state_cost_s >= CHEAP_STATE_S:
-            probe = self.health_cost_s
-        else:
-            probe = self.state_cost_s
+        cost = self.poll_cost(digest)
+        probe = self.health_cost_s if self.health_has_completed_id or cost >= CHEAP_STATE_S else cost
         poll_at = min(starts - min(max(probe, MIN_LEAD_S), MAX_LEAD_S), now + MAX_FRAME_WAIT_S)
         return poll_at, starts, period
 
-    def _interval_cap(self, command_id: int | None) -> float:
+    def _interval_cap(self, command_id: int | None, digest: bool = False) -> float:
         if self.health_has_completed_id and command_id is not None:
             # Only the tiny /health is polled and /state is fetched once, at the end:
             # /state's cost must not slow the polls (it would delay the answer by up to 2x it).
             return MAX_CHEAP_INTERVAL_S
-        return max(MAX_CHEAP_INTERVAL_S, 2 * self.state_cost_s)
+        return max(MAX_CHEAP_INTERVAL_S, 2 * self.poll_cost(digest))
 
     def _next_state(self, command_id: int | None, base_frame: int | None,
-                    deadline: float, state_frame: int | None) -> dict | None:
+                    deadline: float, state_frame: int | None, digest: bool = False) -> dict | None:
         """One poll step: a /state snapshot worth checking, or None (not yet).
 
         ``state_frame`` is the frame of the last /state fetched for this command: without
         completedCommandId in /health, /state is fetched again only once a newer frame
         has begun."""
-        cheap = self.state_cost_s < CHEAP_STATE_S
+        cheap = self.poll_cost(digest) < CHEAP_STATE_S
         if self.health_has_completed_id is None and command_id is not None:
             self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
         if self.health_has_completed_id and command_id is not None:
@@ -492,7 +607,12 @@ class GameClient:
             frame = as_int(health.get("frame"))
             if frame is not None and base_frame <= frame <= max(base_frame, state_frame or base_frame):
                 return None  # a frame that went back goes on to /state, where _confirm reports it
-        return self.state(timeout_ms=self._remaining_ms(deadline))
+        state = self.state(timeout_ms=self._remaining_ms(deadline), digest=digest)
+        if (digest and command_id is not None and self.uses("view") and self.health_has_completed_id
+                and as_int(state.get("completedCommandId")) is None):
+            self._broken("view", "its view=digest answer left out completedCommandId")
+            state = self.state(timeout_ms=self._remaining_ms(deadline))
+        return state
 
     # ----------------------------------------------------------------- close
     def port_is_quiet(self, *, timeout_ms: int = 250) -> bool:
