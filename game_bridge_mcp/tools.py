@@ -123,6 +123,16 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
                  "maxFrames": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."}}),
         "advance", destructive=False),
     ToolDef(
+        "get_events", "Read the game's events, each once",
+        "The game's events after a cursor: {events, next, dropped}. Without since: the ones no answer has "
+        "shown yet. Pass next back as since to read on; dropped: true means some had already left the game's "
+        "buffer. call_tool answers carry new events already; use this when one says eventsLeftOut, or to page "
+        "through history.",
+        _schema({"port": _PORT,
+                 "since": {"type": "integer", "minimum": 0, "description": "Return events after this seq (default: the last one the bridge showed)."},
+                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many (default 100)."}}),
+        "get_events", read_only=True),
+    ToolDef(
         "close", "Close the game cleanly",
         "Ask the game to shut down through its own teardown; confirmed by the port going quiet. Works on "
         "any instance; for one this bridge launched prefer stop_instance, which also escalates.",

@@ -20,8 +20,9 @@ from typing import Any, Callable, Mapping, Sequence
 from ..wire.client import GameClient
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
-from . import listing
-from .digest import get_path, summarise
+from . import events, listing
+from .events import answer_digest
+from .digest import get_path
 from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -361,13 +362,11 @@ class Bridge:
         result["confirmation"] = confirmation
         state = outcome.get("state")
         if isinstance(state, dict):
-            digest = summarise(state)
-            for key in ("completedCommandId", "simFrame", "paused"):
-                digest.pop(key, None)
             done = command_outcome(state, as_int(outcome.get("commandId")))
-            if done.ok is False:
+            if done.ok is False:  # a refusal is not waited on
                 raise CommandFailed(port, tool or command, done.reason or "", command=command,
-                                    command_id=as_int(outcome.get("commandId")), after=digest)
+                                    command_id=as_int(outcome.get("commandId")),
+                                    after=self._digest(port, state, command=True))
             if done.has_result:
                 result["result"] = done.result
             if done.note:
@@ -375,11 +374,8 @@ class Bridge:
             if until is not None:
                 settled = self._settle(port, until, baseline=baseline, first=state, whole=include_state)
                 state = settled.pop("_state")
-                digest = summarise(state)
-                for key in ("completedCommandId", "simFrame", "paused"):
-                    digest.pop(key, None)
                 result.update(settled)
-            result.update(digest)
+            result.update(self._digest(port, state, command=True))  # once: it moves the events cursor
             if include_state:
                 result["state"] = state
         elif confirmation == "not-waited":
@@ -387,10 +383,17 @@ class Bridge:
                 settled = self._settle(port, until, baseline=baseline, first=None, whole=include_state)
                 state = settled.pop("_state")
                 result.update(settled)
-                result.update(summarise(state))
+                result.update(self._digest(port, state, command=True))
             else:
                 result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
         return result
+
+    def _digest(self, port: int, state: Mapping[str, Any], *, command: bool = False) -> dict[str, Any]:
+        """The digest of ``state`` for an answer about ``port``: its events are the ones no
+        answer has shown yet (the port's events cursor moves past them). ``command``: the
+        fields a command's answer leaves out."""
+        return answer_digest(self.client(port), state,
+                             leave_out=("completedCommandId", "simFrame", "paused") if command else ())
 
     def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,
                 first: Mapping[str, Any] | None, whole: bool = False) -> dict[str, Any]:
@@ -455,8 +458,14 @@ class Bridge:
         target = self._port(port)
         state = self._guarded(target, lambda: self.client(target).state(digest=bool(summary)))
         if summary:
-            return {"port": target, **summarise(state)}
+            return {"port": target, **self._digest(target, state)}
         return state
+
+    def get_events(self, *, since: int | None = None, limit: int | None = None, port: Any = None) -> dict[str, Any]:
+        target = self._port(port)
+        client = self.client(target)
+        result = self._guarded(target, lambda: events.get_events(client, client.state, since=since, limit=limit))
+        return {"port": target, **result}
 
     def get_health(self, *, port: Any = None) -> dict[str, Any]:
         target = self._port(port)
@@ -496,7 +505,7 @@ class Bridge:
         poll, cost = self._condition_polls(target, condition)
         result, state = wait_for_state(clock.RefusePaused(poll, target, condition), condition,
                                        timeout_ms=timeout_ms, poll_cost_s=cost)
-        return {"port": target, **result, **summarise(state)}
+        return {"port": target, **result, **self._digest(target, state)}
 
     def advance(self, *, port: Any = None, frames: Any = None, until: Any = None,
                 max_frames: Any = None) -> dict[str, Any]:

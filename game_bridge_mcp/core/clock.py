@@ -31,7 +31,7 @@ from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed,
                       GameOffline, GamePaused)
 from ..jsonio import as_int
 from ..wire.client import GameClient
-from .digest import summarise
+from .events import answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
 
@@ -163,7 +163,8 @@ class Advance:
         done = command_outcome(state, as_int(outcome.get("commandId")))
         if done.ok is False:
             raise CommandFailed(self.port, "advance", done.reason or "", command="step",
-                                command_id=as_int(outcome.get("commandId")), after=summarise(state))
+                                command_id=as_int(outcome.get("commandId")),
+                                after=answer_digest(self.client, state))
         if self.client.generation != generation:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} restarted during advance ({self._where(before)}): frame went "
@@ -193,8 +194,7 @@ class Advance:
         return f"after {self.advanced} frames (simFrame {before.get('simFrame')})"
 
     def _answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
-        digest = summarise(state)
-        digest.pop("completedCommandId", None)
+        digest = answer_digest(self.client, state, leave_out=("completedCommandId",))  # each event once
         result: dict[str, Any] = {"port": self.port, "tool": "advance", "matched": matched,
                                   "framesAdvanced": self.advanced, **condition, **digest}
         if self.notes:

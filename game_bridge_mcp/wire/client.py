@@ -46,6 +46,7 @@ from ..jsonio import as_int, decode_json
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface,
                       ScreenshotUnavailable)
+from .events import EventsCursor, Page, read_page
 from .frames import FrameClock
 from .images import (SCREENSHOT_MAX_BYTES, ImageProblem, Screenshot, game_reason, inspect_image, parse_frame,
                      parse_window)
@@ -153,8 +154,12 @@ class GameClient:
         self._stats_lock = threading.Lock()
 
     # ----------------------------------------------------------------- what is known
-    def _relearn(self) -> None:
-        """Forget what was learned about the game's answers (its frame clock aside)."""
+    def _relearn(self, *, restarted: bool = False) -> None:
+        """Forget what was learned about the game's answers (its frame clock aside).
+        ``restarted``: another process answers (or may answer) on the port now."""
+        old_events: EventsCursor | None = getattr(self, "events", None)
+        #: The events cursor (wire/events.py): the newest event reported to the agent.
+        self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
         #: What the last /state, /state?view=digest and /health cost (seconds).
@@ -175,7 +180,7 @@ class GameClient:
         """Forget everything learned about the game (it went offline, was stopped, or
         another process may answer on the port next); starts a new generation."""
         self.frames.reset()
-        self._relearn()
+        self._relearn(restarted=True)
         self.generation += 1
 
     def has_feature(self, name: str) -> bool:
@@ -231,7 +236,7 @@ class GameClient:
         frame = as_int(doc.get("frame")) if isinstance(doc, dict) else None
         if frame is not None and self.frames.observe(frame, sent, arrived):
             log.info("port %s: frame went back to %s: a new process; forgetting what was learned", self.port, frame)
-            self._relearn()
+            self._relearn(restarted=True)
             self.generation += 1
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
@@ -369,6 +374,17 @@ class GameClient:
             raise NotAGameSurface(self.port, f"did not answer a usable image: {exc}", path="/screenshot") from None
         return Screenshot(info, response.body, parse_frame(response.headers.get("x-game-frame")),
                           parse_window(response.headers.get("x-game-window")))
+
+    def events_page(self, since: int, limit: int, *, timeout_ms: int | None = None) -> Page:
+        """``GET /events?since=&limit=`` (extensions.md ``events``), checked (wire/events.py)."""
+        path = f"/events?since={int(since)}&limit={int(limit)}"
+        response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=DEFAULT_MAX_BYTES)
+        if response.status != 200:
+            raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/events")
+        try:
+            return read_page(self._json(response, "/events"), since)
+        except ValueError as exc:
+            raise NotAGameSurface(self.port, f"answered a page that {exc}", path="/events") from None
 
     def command(self, cmd: str, args: Mapping[str, Any] | None = None, *,
                 timeout_ms: int | None = None) -> dict:
