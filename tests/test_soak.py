@@ -1,0 +1,31 @@
+"""scripts/soak.py keeps working: a few seconds of calls, launches, kills (of games and of
+a whole server) and cancellations against the real server, with nothing surviving, no
+foreign sentinel harmed and no scratch directory left. No figure is asserted: the soak's
+figures are for the README, on the machine that ran it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_a_short_soak_leaves_nothing_behind_and_harms_nothing() -> None:
+    before = set(Path(tempfile.gettempdir()).glob("gb-soak-*"))
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--seconds", "6",
+                           "--kill-bridge-every", "2", "--json"], capture_output=True, text=True, timeout=170)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["survivors"] == [] and report["foreignHarmed"] == []
+    counts = report["counts"]
+    assert counts["launches"] >= 2 and counts["cancellations"] >= 2 and counts["bridgeKills"] >= 1
+    assert all(server["atEnd"]["threads"] > 0 for server in report["servers"] if server["atEnd"])
+    assert set(Path(tempfile.gettempdir()).glob("gb-soak-*")) <= before
