@@ -345,3 +345,33 @@ def test_spare_is_checked_in_the_declaration(tmp_path: Path) -> None:
         load_declaration(decl)
     decl.write_text(json.dumps({"launch": {"command": "x", "spare": ["GradleDaemon"]}}))
     assert load_declaration(decl).spare == ("GradleDaemon",)
+
+
+def test_the_real_server_adopts_and_reaps_a_double_forked_descendant(tmp_path: Path, guard: ProcessGuard) -> None:
+    decl = write_declaration(tmp_path / "game", "--child", "escape")
+    env = {**guard.env, "GAME_BRIDGE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO),
+           "GAME_BRIDGE_CONFIG": str(decl)}
+    server = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp", "--no-scan"], env=env, cwd=str(tmp_path),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                            "protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}}},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}},
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "launch_instance", "arguments": {}}}):
+            server.stdin.write(json.dumps(message) + "\n")
+            server.stdin.flush()
+        while json.loads(server.stdout.readline()).get("id") != 2:
+            pass
+        assert wait_until(lambda: len(guard.recorded()) == 2, 10)
+        escapee = next(p for p in guard.recorded() if "--escaped" in p.cmdline())
+        assert escapee.ppid() == server.pid  # the server adopted it
+        server.stdin.close()
+        assert server.wait(15) == 0
+        assert wait_until(lambda: not guard.recorded(), 10), guard.recorded()
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()

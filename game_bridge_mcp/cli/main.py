@@ -12,7 +12,7 @@ from typing import Any, Sequence, TextIO
 from .._version import __version__
 from ..config import build_parser, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
-from ..launch.parent import prepare_parent
+from ..launch.parent import become_subreaper, restore_sigchld
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
 log = logging.getLogger("game_bridge_mcp")
@@ -83,7 +83,11 @@ TERMINAL_HINT = ("game-bridge-mcp: this is an MCP server speaking JSON-RPC on st
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     configure_logging()
-    prepare_parent()  # before anything is launched: default SIGCHLD, child subreaper
+    restore_sigchld()  # before anything is launched (an inherited "ignore" loses exit codes and pids)
+    if argv is None and not (args and args[0] == "pygame"):
+        # As this process's own entry point (not embedded, as in a test runner), and not for
+        # a game about to be exec'd: adopt what double-forks away from launched games.
+        become_subreaper()
     try:
         if args and args[0] in SUBCOMMANDS:
             command, rest = args[0], args[1:]

@@ -97,7 +97,9 @@ def is_subreaper() -> bool:
 
 def prepare_parent() -> None:
     """What a process that launches games does at start-up (the server, ``call``,
-    ``check``): restore ``SIGCHLD`` and become a child subreaper."""
+    ``check``; ``cli/main.py`` does it as the command's entry point): restore ``SIGCHLD``
+    and become a child subreaper. Not for a process that embeds a launcher among other
+    children of its own (a test runner): a subreaper adopts every orphan below it."""
     restore_sigchld()
     become_subreaper()
 

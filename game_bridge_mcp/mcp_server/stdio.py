@@ -26,7 +26,7 @@ from mcp.server.stdio import stdio_server
 from ..config import Config, configure_logging
 from ..core.bridge import Bridge
 from ..core.composites import Composite
-from ..launch.parent import prepare_parent
+from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .pipes import loop_streams
 
@@ -56,8 +56,7 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     was launched. A signal always ends the process (exit code 128 + the signal number);
     stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
     configure_logging(config.environ)
-    if threading.current_thread() is threading.main_thread():
-        prepare_parent()  # default SIGCHLD, child subreaper: before anything is launched
+    restore_sigchld()  # before anything is launched (the subreaper is the entry point's: cli/main.py)
     bridge = Bridge(config, composites=composites)
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
