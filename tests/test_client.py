@@ -376,8 +376,20 @@ def test_a_tight_deadline_is_a_command_timeout_not_offline() -> None:
     command's timeout, not a frozen game."""
     with FakeGame(apply=False) as fake:
         client = GameClient(fake.port)
+        timeouts = 0
         for _ in range(40):
-            raises(CommandTimeout, lambda: client.command_and_sync("noop", timeout_ms=15))
+            try:
+                client.command_and_sync("noop", timeout_ms=15)
+            except GameOffline as exc:
+                # A machine too busy to answer the /command itself within 15 ms is a game
+                # that did not answer: that is not the case under test, the polls are.
+                assert exc.endpoint == "/command", exc.render()
+                continue
+            except CommandTimeout:
+                timeouts += 1
+                continue
+            raise AssertionError("a command the game never applies was confirmed")
+        assert timeouts >= 1
 
 
 @pytest.mark.parametrize("health_completed_id", [False, True], ids=["state-polling", "health-polling"])
