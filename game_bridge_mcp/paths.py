@@ -3,15 +3,16 @@
 Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bridge``):
 
 * ``instances/``: the instance registry (``--registry-dir`` or ``$GAME_BRIDGE_INSTANCES``
-  move it; the home is then its parent);
-* ``locks/``: the launcher's per-port lock files.
+  move it; the home is then its parent, and everything below moves with it);
+* ``locks/``: the launcher's per-port lock files;
+* ``logs/``: launched games' output (private, 0700; files 0600);
+* ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them).
 
-Launched games' logs go to a private directory in the system's temporary directory
-(``<tmp>/game-bridge-logs``, or a per-user variant when another user owns that one), and
-so do the copies of screenshots (``<tmp>/game-bridge-screenshots``, or
-``$GAME_BRIDGE_SCREENSHOTS``). Nothing here creates files except :func:`default_log_dir`
-and :func:`screenshot_dir` (which must prove a directory private before anything is
-written there); the directories' users create the rest.
+When a directory there cannot be made private to this user (a read-only home, another
+user's directory), a private one in the system's temporary directory is used instead
+(``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
+here creates files except :func:`log_dir` and :func:`screenshot_dir` (which must prove a
+directory private before anything is written there); the directories' users create the rest.
 
 What is kept is decided in one place too: :func:`prune_files` with a :class:`KeepRule`
 per kind of file (age, count and total size), called by whoever writes that kind.
@@ -39,8 +40,10 @@ DEFAULT_HOME_DIRNAME = ".game-bridge"
 #: Environment variable naming the directory get_screenshot saves its copies in.
 ENV_SCREENSHOTS = "GAME_BRIDGE_SCREENSHOTS"
 
-#: Name of the port locks' directory under the home directory.
+#: Names of the directories under the home directory.
 LOCKS_DIRNAME = "locks"
+LOGS_DIRNAME = "logs"
+SCREENSHOTS_DIRNAME = "screenshots"
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -112,30 +115,31 @@ def _private_dir(path: Path) -> Path | None:
     return path
 
 
-def default_log_dir() -> Path:
-    """``<tempdir>/game-bridge-logs``, or a per-user variant when another user owns that."""
-    base = Path(tempfile.gettempdir())
-    for name in ("game-bridge-logs", f"game-bridge-logs-{_user_tag()}"):
-        found = _private_dir(base / name)
+def _private_under_home(kind: str, environ: Mapping[str, str] | None, override: str | Path | None) -> Path | None:
+    """``<home>/<kind>`` made private to this user, else ``<tmp>/game-bridge-<kind>-<uid>``."""
+    for candidate in (registry_home(environ, override) / kind,
+                      Path(tempfile.gettempdir()) / f"game-bridge-{kind}-{_user_tag()}"):
+        found = _private_dir(candidate)
         if found is not None:
             return found
-    return Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
+    return None
 
 
-def screenshot_dir(environ: Mapping[str, str] | None = None) -> Path | None:
-    """Where ``get_screenshot`` keeps its copies: ``$GAME_BRIDGE_SCREENSHOTS`` or
-    ``<tempdir>/game-bridge-screenshots`` (a per-user variant when another user owns it),
-    created 0700; None when no private directory can be had."""
+def log_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path:
+    """Where launched games' logs go: ``<home>/logs``, private (see the module docstring);
+    a fresh private temporary directory when neither place can be had."""
+    found = _private_under_home(LOGS_DIRNAME, environ, override)
+    return found if found is not None else Path(tempfile.mkdtemp(prefix="game-bridge-logs-"))
+
+
+def screenshot_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path | None:
+    """Where ``get_screenshot`` keeps its copies: ``$GAME_BRIDGE_SCREENSHOTS``, else
+    ``<home>/screenshots``, private; None when no private directory can be had."""
     env = _env(environ)
     named = env.get(ENV_SCREENSHOTS, "")
     if named:
         return _private_dir(_expand(named, env))
-    base = Path(tempfile.gettempdir())
-    for name in ("game-bridge-screenshots", f"game-bridge-screenshots-{_user_tag()}"):
-        found = _private_dir(base / name)
-        if found is not None:
-            return found
-    return None
+    return _private_under_home(SCREENSHOTS_DIRNAME, environ, override)
 
 
 @dataclass(frozen=True)
@@ -206,5 +210,5 @@ def fallback_locks_dir() -> Path:
 
 
 __all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
-           "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "default_log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
+           "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
            "screenshot_dir"]

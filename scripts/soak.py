@@ -193,7 +193,9 @@ def wait_gone(token: str, timeout_s: float) -> list[psutil.Process]:
         time.sleep(0.1)
 
 
-def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S) -> dict[str, Any]:
+def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int | None = None) -> dict[str, Any]:
+    """Soak for ``seconds``, or, with ``cycles``, for exactly that many launch cycles
+    (whatever the machine's speed: what the test suite runs)."""
     work = Path(tempfile.mkdtemp(prefix="gb-soak-"))
     token = uuid.uuid4().hex
     base = free_port()
@@ -221,12 +223,16 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S) -> dict[str,
     survivors: list[str] = []
     end_at = time.monotonic() + seconds
     cycle = 0
-    while time.monotonic() < end_at:
+
+    def more() -> bool:
+        return cycle < cycles if cycles is not None else time.monotonic() < end_at
+
+    while more():
         server = Server(work, env)
         born = time.monotonic()
         samples: list[dict[str, float]] = []
         ended_by = "stdin EOF"
-        while time.monotonic() < end_at:
+        while more():
             cycle += 1
             launched = server.tool("launch_instance", {})
             if launched.get("isError") or "port" not in launched:
@@ -300,9 +306,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--kill-bridge-every", type=float, default=KILL_BRIDGE_EVERY_S, metavar="S",
                         help="SIGKILL the server after it has run this long (default %(default)s)")
+    parser.add_argument("--cycles", type=int, default=None, metavar="N",
+                        help="run exactly N launch cycles instead of --seconds (the suite's bounded run)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report = soak(args.seconds, args.kill_bridge_every)
+    report = soak(args.seconds, args.kill_bridge_every, args.cycles)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

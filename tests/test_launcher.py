@@ -188,17 +188,26 @@ def test_log_file_is_private(tmp_path: Path, launchers: LauncherFactory) -> None
     assert wait_until(lambda: "line 2" in path.read_text(), 2)
 
 
-def test_default_log_dir_is_a_private_temp_dir(tmp_path: Path, guard: ProcessGuard,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logs_go_to_a_private_dir_under_the_home_or_a_private_temp_dir(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from game_bridge_mcp.paths import log_dir, screenshot_dir
+
+    home = tmp_path / "home"
+    environ = {"GAME_BRIDGE_HOME": str(home)}
+    directory = log_dir(environ)
+    assert directory == home / "logs" and stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert screenshot_dir(environ) == home / "screenshots"
+    assert screenshot_dir({**environ, "GAME_BRIDGE_SCREENSHOTS": str(tmp_path / "shots")}) == tmp_path / "shots"
+    # A home that is not a directory of this user's: a private directory in the temp dir.
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
-    from game_bridge_mcp.paths import default_log_dir
-
-    directory = default_log_dir()
-    assert directory == tmp_path / "tmp" / "game-bridge-logs"
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the home should be")
+    directory = log_dir({"GAME_BRIDGE_HOME": str(blocked)})
+    assert directory.parent == tmp_path / "tmp" and directory.name.startswith("game-bridge-logs")
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
 
 

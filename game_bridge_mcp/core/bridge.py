@@ -73,7 +73,7 @@ class Bridge:
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.Lock()
         self._manifest_file = ManifestFile(self.config.manifest_file)
-        self.screenshots = Screenshots(environ=self.config.environ)
+        self.screenshots = Screenshots(environ=self.config.environ, registry_dir=self.config.registry_dir)
         self._closed = False
 
     # ------------------------------------------------------------------ plumbing

@@ -112,8 +112,9 @@ class Screenshots:
     """Takes screenshots for the Bridge; owns the last image digest per port and the saved copies."""
 
     def __init__(self, *, environ: Mapping[str, str] | None = None, directory: Path | None = None,
-                 max_bytes: int = SCREENSHOT_MAX_BYTES) -> None:
+                 max_bytes: int = SCREENSHOT_MAX_BYTES, registry_dir: Path | None = None) -> None:
         self._environ = dict(os.environ if environ is None else environ)
+        self._registry_dir = registry_dir  # the home is its parent
         self._directory = directory
         self._directory_found = directory is not None
         self.max_bytes = max_bytes
@@ -125,7 +126,7 @@ class Screenshots:
         """The private directory for copies (made on first use); None when there is none."""
         with self._lock:
             if not self._directory_found:
-                self._directory = screenshot_dir(self._environ)
+                self._directory = screenshot_dir(self._environ, self._registry_dir)
                 self._directory_found = True
             return self._directory
 

@@ -44,7 +44,7 @@ from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
-from ..paths import default_log_dir, locks_dir
+from ..paths import locks_dir, log_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
 from .monitor import Monitor
@@ -274,7 +274,7 @@ class Launcher:
                 self._log_dir_arg.mkdir(mode=0o700, parents=True, exist_ok=True)
                 self._log_dir = self._log_dir_arg
             else:
-                self._log_dir = default_log_dir()
+                self._log_dir = log_dir(self._environ, self.config.registry_dir)
         with self._lock:
             in_use = [path for inst in self._instances.values() for path in inst.capture.files]
         prune_logs(self._log_dir, keep=in_use)  # at every launch: age, count and size
