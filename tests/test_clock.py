@@ -266,7 +266,9 @@ def test_a_game_that_dies_mid_advance_is_offline_with_how_far_it_got() -> None:
                 r = await call(client, "advance", port, until={"path": "game.x", "equals": 3}, maxFrames=10000)
                 killer.join(10)
                 assert is_error(r) and text(r).startswith("GameOffline"), text(r)
-                assert "stopped answering during advance, after" in text(r) and "frames (simFrame" in text(r)
+                assert ("stopped answering during advance, after" in text(r)
+                        or "went away during advance, after" in text(r)), text(r)
+                assert "frames (simFrame" in text(r)
                 with HandmadeGame(hz=300, start_paused=True) as other:  # the bridge keeps serving
                     assert data(await call(client, "advance", other.port, frames=2))["framesAdvanced"] == 2
         anyio.run(main)
@@ -330,4 +332,27 @@ def test_call_tool_until_on_a_paused_game_answers_at_once_that_it_is_paused() ->
                 wrong = await client.call_tool("call_tool", {"name": "advance", "port": game.port,
                                                              "until": {"path": "game.x", "equals": 2}})
                 assert is_error(wrong) and "among its arguments" in text(wrong)
+        anyio.run(main)
+
+
+def test_each_frame_is_one_step_and_one_held_digest_unless_the_condition_needs_more() -> None:
+    with HandmadeGame(hz=500, start_paused=True) as game:
+        async def main() -> None:
+            async with connect(BridgeServer(bridge_for(game.port))) as client:
+                data(await call(client, "advance", game.port))  # features learned
+                start = data(await call(client, "get_state", game.port, summary=True))["simFrame"]
+                mark = len(game.requests)
+                hit = data(await call(client, "advance", game.port, until={"path": "simFrame", "equals": start + 10}))
+                assert hit["framesAdvanced"] == 10
+                served = game.requests[mark:]
+                steps = [r for r in served if r.startswith("/command?cmd=step")]
+                held = [r for r in served if r.startswith("/state?after=")]
+                assert len(steps) == 10 and len(held) == 10 and all("view=digest" in r for r in held), served
+                # A path the digest leaves out (a nested value): the whole state every frame.
+                mark = len(game.requests)
+                deep = data(await call(client, "advance", game.port, until={"path": "game.meta.seed", "equals": 8},
+                                       maxFrames=4))
+                assert deep["matched"] is False and deep["lastValue"] == 7
+                held = [r for r in game.requests[mark:] if r.startswith("/state?after=")]
+                assert len(held) == 4 and not any("view=digest" in r for r in held), game.requests[mark:]
         anyio.run(main)

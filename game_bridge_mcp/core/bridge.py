@@ -512,7 +512,7 @@ class Bridge:
         """Step a paused game (the clock extension): see core/clock.py."""
         target = self._port(port)
         inst = self._instance(target)
-        with inst.command_lock:
+        with inst.command_lock, inst.client.keep_alive():  # every frame on one connection
             return self._guarded(target, lambda: clock.Advance(inst.client, timeout_ms=self.config.timeout_ms)
                                  .run(frames, until, max_frames))
 

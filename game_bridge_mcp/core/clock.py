@@ -24,13 +24,15 @@ Rules an agent can rely on (the README says them too):
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Mapping
 
 from .. import polling
 from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed, CommandTimeout,
-                      GameOffline, GamePaused)
+                      GameOffline, GamePaused, NotAGameSurface)
 from ..jsonio import as_int
 from ..wire.client import GameClient
+from .digest import get_path
 from .events import answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
@@ -83,6 +85,10 @@ class Advance:
         self.timeout_ms = timeout_ms
         self.advanced = 0
         self.notes: list[str] = []
+        self.condition: Condition | None = None
+        #: Ask for ``view=digest`` (a game with ``view`` then sends only the digest's
+        #: fields): the answer is a digest, and the condition reads digest fields.
+        self.digest = True
 
     def run(self, frames: Any, until: Any, max_frames: Any) -> dict[str, Any]:
         count = _frames_arg("frames", frames)
@@ -91,6 +97,8 @@ class Advance:
         if condition is None and bound is not None:
             raise BridgeUsageError("advance: maxFrames bounds an 'until'; to run a fixed number of frames "
                                    "give only 'frames'.")
+        self.condition = condition
+        self.digest = condition is None or condition.digest_answers is not False
         state = self._start()
         generation = self.client.generation
         if condition is None:
@@ -125,11 +133,11 @@ class Advance:
                 "'clock', so it cannot be paused or stepped and advance cannot run it frame by frame. "
                 "Use wait_for to watch it run, or give the game the clock extension (the kit: "
                 "GameBridge(clock=True)).", port=self.port, features=sorted(features))
-        state = self.client.state()
+        state = self._whole_if_needed(self.client.state(digest=self.digest))
         if state.get("paused") is not True:
-            outcome = self.client.command_and_sync("pause", {}, timeout_ms=self.timeout_ms)
+            outcome = self.client.command_and_sync("pause", {}, timeout_ms=self.timeout_ms, digest=self.digest)
             paused = outcome.get("state")
-            state = paused if isinstance(paused, dict) else self.client.state()
+            state = self._whole_if_needed(paused if isinstance(paused, dict) else self.client.state(digest=self.digest))
             if state.get("paused") is not True:
                 raise ClockBroken(self.port, f"it was asked to pause and /state still says paused: "
                                              f"{state.get('paused')!r}", frames_advanced=0)
@@ -147,19 +155,27 @@ class Advance:
             per_frame = STEP_ALLOWANCE_S if period is None else max(0.001, 2 * period)
             timeout_ms += int(frames * per_frame * 1000)
         try:
-            outcome = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms)
+            outcome = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms,
+                                                   digest=self.digest)
         except GameOffline as exc:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} stopped answering during advance, {self._where(before)}: "
                 f"{exc.message.splitlines()[0]}"), cause=exc.cause, endpoint=exc.endpoint, detail=exc.detail,
                 launch_hint=self.client.launch_hint) from None
+        except NotAGameSurface as exc:
+            if not self._went_away():
+                raise
+            # An answer cut off as the game went away (its connection closed mid-body): it died.
+            raise GameOffline(self.port, message=(
+                f"The game on port {self.port} went away during advance, {self._where(before)}: its last "
+                f"answer was cut off ({exc.detail}) and the port now refuses connections."),
+                cause="reset", endpoint="/state", detail=exc.detail, launch_hint=self.client.launch_hint) from None
         except CommandTimeout as exc:
             raise CommandTimeout(self.port, "step", timeout_ms, message=(
                 f"advance on port {self.port} stopped {self._where(before)}: {exc.message}"),
                 framesAdvanced=self.advanced) from None
         state = outcome.get("state")
-        if not isinstance(state, dict):
-            state = self.client.state()
+        state = self._whole_if_needed(state if isinstance(state, dict) else self.client.state(digest=self.digest))
         done = command_outcome(state, as_int(outcome.get("commandId")))
         if done.ok is False:
             raise CommandFailed(self.port, "advance", done.reason or "", command="step",
@@ -172,6 +188,27 @@ class Advance:
                 cause="reset", endpoint="/state", launch_hint=self.client.launch_hint)
         self._verify(frames, before, state)
         self.advanced += frames
+        return state
+
+    def _went_away(self, within_s: float = 1.0) -> bool:
+        """Whether the port stops accepting connections within ``within_s`` (a game that
+        is exiting closes its listener a moment after its connections)."""
+        deadline = time.monotonic() + within_s
+        while True:
+            if self.client.port_is_quiet(timeout_ms=100):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            polling.sleep(0.02)
+
+    def _whole_if_needed(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A digest without the ``game.<key>`` the condition reads (it is not a scalar now,
+        or not there): the whole state instead, and the whole state from then on."""
+        c = self.condition
+        if (self.digest and c is not None and c.digest_answers is None and self.client.uses("view")
+                and not get_path(state, c.path or "")[0]):
+            self.digest = False
+            return self.client.state()
         return state
 
     def _verify(self, frames: int, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
