@@ -270,6 +270,10 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = spec.get("minimum"), spec.get("maximum")
             if isinstance(low, (int, float)) and value < low or isinstance(high, (int, float)) and value > high:
+                if not isinstance(high, (int, float)):
+                    raise BridgeUsageError(f"{tool}: the argument '{name}' must be at least {low}, not {value}.")
+                if not isinstance(low, (int, float)):
+                    raise BridgeUsageError(f"{tool}: the argument '{name}' must be at most {high}, not {value}.")
                 raise BridgeUsageError(f"{tool}: the argument '{name}' must be between {low} and {high}, not {value}.")
         enum = spec.get("enum")
         if isinstance(enum, list) and enum and value not in enum:

@@ -77,7 +77,7 @@ def test_a_game_without_results_is_treated_as_before() -> None:
     with handmade_game(features=()) as game:
         async def main() -> None:
             async with connect(app_for(game.port)) as client:
-                body = data(await call(client, "move", {"dx": 9}))  # refused by its rules, but it cannot say so
+                body = data(await call(client, "raw_command", {"command": "move", "args": {"dx": 9}}))  # refused, unsaid
                 assert body["applied"] is True and "result" not in body and "resultNote" not in body
         anyio.run(main)
 
@@ -88,7 +88,7 @@ def test_a_broken_command_results_is_ignored_with_a_note(lie: str, needle: str) 
     with handmade_game(lies={lie}) as game:
         async def main() -> None:
             async with connect(app_for(game.port)) as client:
-                body = data(await call(client, "move", {"dx": 9}))
+                body = data(await call(client, "raw_command", {"command": "move", "args": {"dx": 9}}))
                 assert body["applied"] is True and needle in body["resultNote"]
         anyio.run(main)
 
@@ -135,7 +135,7 @@ def test_call_exits_with_its_own_code_for_command_failed(tmp_path: Path, monkeyp
     assert CommandFailed.exit_code == 6 and "6 CommandFailed" in call_cli.CALL_USAGE
     with handmade_game() as game:
         out, err = io.StringIO(), io.StringIO()
-        code = call_cli.main(["move", '{"dx": 9}', "--port", str(game.port), "--no-registry", "--no-scan"],
+        code = call_cli.main(["raw_command", '{"command": "move", "args": {"dx": 9}}', "--port", str(game.port), "--no-registry", "--no-scan"],
                              stdout=out, stderr=err, environ={"GAME_BRIDGE_HOME": str(tmp_path)})
         assert code == 6, err.getvalue()
-        assert err.getvalue().startswith("CommandFailed: 'move' was applied") and out.getvalue() == ""
+        assert err.getvalue().startswith("CommandFailed: 'move' was applied"), err.getvalue() and out.getvalue() == ""

@@ -392,8 +392,11 @@ class Bridge:
         """The digest of ``state`` for an answer about ``port``: its events are the ones no
         answer has shown yet (the port's events cursor moves past them). ``command``: the
         fields a command's answer leaves out."""
-        return answer_digest(self.client(port), state,
-                             leave_out=("completedCommandId", "simFrame", "paused") if command else ())
+        digest = answer_digest(self.client(port), state,
+                               leave_out=("completedCommandId", "simFrame", "paused") if command else ())
+        if command and state.get("paused") is True:
+            digest["paused"] = True  # worth saying after a command; false is the normal case
+        return digest
 
     def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,
                 first: Mapping[str, Any] | None, whole: bool = False) -> dict[str, Any]:

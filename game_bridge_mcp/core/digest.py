@@ -86,6 +86,9 @@ def summarise(state: Any) -> dict[str, Any]:
                 if len(labels) >= MAX_LABELS:
                     break
             out["elements"] = labels
+    text = screen_text(state)
+    if text is not None:
+        out["text"] = text  # ui.text: a text picture of the screen, the cheapest way to see
     game = state.get("game")
     if isinstance(game, Mapping):
         scalars = {}

@@ -43,7 +43,11 @@ def toolsets_report(port: int, manifest: Manifest, composites: Sequence[Composit
                      "tools": [t.name for t in BRIDGE_TOOLS] + [c.name for c in composites]})
     toolsets.append({"name": "passthrough", "description": manifest.passthrough.get("description", ""),
                      "examples": list(manifest.passthrough.get("examples", []))})
-    result: dict[str, Any] = {"port": port, **identity(manifest), "toolsets": toolsets, "next": NEXT_STEP}
+    result: dict[str, Any] = {"port": port, **identity(manifest)}
+    game = manifest.game if isinstance(manifest.game, Mapping) else {}
+    if game.get("description"):
+        result["description"] = game["description"]  # the game's rules, in its own words (sanitised, capped)
+    result.update({"toolsets": toolsets, "next": NEXT_STEP})
     if manifest.source == "fallback":
         result["note"] = FALLBACK_NOTE
     diagnostics = manifest.to_diagnostics()

@@ -28,7 +28,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import BridgeUsageError
 from ..tools import BRIDGE_TOOL_NAMES
 from .sanitise import (ARG_DESCRIPTION_LIMIT, DESCRIPTION_LIMIT, EXAMPLE_LIMIT, FOLDED_DEFAULT_LIMIT,
-                       IDENTITY_LIMIT, NAME_LIMIT, kind_of, one_line, quote_name, sanitise_text)
+                       GAME_DESCRIPTION_LIMIT, IDENTITY_LIMIT, NAME_LIMIT, kind_of, one_line, quote_name, sanitise_text)
 from .schema import (MAX_ARGS, MAX_DEFAULT_BYTES, MAX_ENUM, MAX_ITEMS_DEPTH, MAX_SCHEMA_BYTES,
                      MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, RESERVED_ARG_NAMES, ArgumentsError,
                      args_to_schema, verbatim_schema)
@@ -305,6 +305,16 @@ def _normalise(doc: Any, source: str, reserved_tools: frozenset[str]) -> Manifes
     game = {"name": _identity(game_map.get("name"), "name", problems),
             "version": _identity(game_map.get("version"), "version", problems),
             "protocol": _protocol(game_map.get("protocol"), problems)}
+    description = game_map.get("description")
+    if isinstance(description, str):
+        text = sanitise_text(description, GAME_DESCRIPTION_LIMIT)
+        if text:
+            game["description"] = text  # the rules, for list_toolsets
+        if len(description) > GAME_DESCRIPTION_LIMIT:
+            problems.append(f"game.description has {len(description)} characters; the first "
+                            f"{GAME_DESCRIPTION_LIMIT} are shown")
+    elif description is not None:
+        problems.append(f"game.description is {kind_of(description)}, not text; ignored")
 
     toolsets: list[Toolset] = []
     seen_tools: dict[str, str] = {}

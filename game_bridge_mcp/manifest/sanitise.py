@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 #: Caps on manifest text, in characters.
 DESCRIPTION_LIMIT = 1000
+GAME_DESCRIPTION_LIMIT = 2000  # /tools game.description: the rules (extensions.md)
 ARG_DESCRIPTION_LIMIT = 500
 IDENTITY_LIMIT = 200  # game.name, game.version
 EXAMPLE_LIMIT = 200
@@ -128,6 +129,6 @@ def quote_name(value: Any) -> str:
     return "'" + one_line(value, NAME_LIMIT) + "'"
 
 
-__all__ = ["ARG_DESCRIPTION_LIMIT", "DESCRIPTION_LIMIT", "EXAMPLE_LIMIT", "FOLDED_DEFAULT_LIMIT",
+__all__ = ["ARG_DESCRIPTION_LIMIT", "DESCRIPTION_LIMIT", "EXAMPLE_LIMIT", "FOLDED_DEFAULT_LIMIT", "GAME_DESCRIPTION_LIMIT",
            "IDENTITY_LIMIT", "NAME_LIMIT", "cap_text", "clean_text", "kind_of", "one_line",
            "quote_name", "sanitise_text"]

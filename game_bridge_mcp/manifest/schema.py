@@ -184,6 +184,23 @@ def _enum(value: Any, where: str, problems: list[str]) -> list[Any] | None:
     return list(value)
 
 
+def _bounds(spec: Mapping[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    """``minimum`` / ``maximum`` when they are finite numbers in order (else noted, ignored)."""
+    out: dict[str, Any] = {}
+    for key in ("minimum", "maximum"):
+        value = spec.get(key)
+        if value is None:
+            continue
+        if _json_type(value) in ("integer", "number"):
+            out[key] = value
+        else:
+            problems.append(f"{where}: {key} is {kind_of(value)}, not a finite number; ignored")
+    if "minimum" in out and "maximum" in out and out["minimum"] > out["maximum"]:
+        problems.append(f"{where}: minimum {out['minimum']} is above maximum {out['maximum']}; both ignored")
+        return {}
+    return out
+
+
 def _property(spec: Mapping[str, Any], where: str, problems: list[str],
               depth: int = 0) -> dict[str, Any]:
     """One argument's JSON Schema from ``{type, description, default, enum, items}``."""
@@ -196,6 +213,8 @@ def _property(spec: Mapping[str, Any], where: str, problems: list[str],
         values = _enum(spec.get("enum"), where, problems)
         if values is not None:
             prop["enum"] = values
+    bounds = _bounds(spec, where, problems)
+    prop.update(bounds)
     items = spec.get("items")
     if items is not None:
         if depth >= MAX_ITEMS_DEPTH:
@@ -232,7 +251,8 @@ def _property(spec: Mapping[str, Any], where: str, problems: list[str],
         description = cap_text(description, ARG_DESCRIPTION_LIMIT)
     if description:
         prop["description"] = description
-    ordered: dict[str, Any] = {k: prop[k] for k in ("type", "description", "enum", "items", "default") if k in prop}
+    ordered: dict[str, Any] = {k: prop[k] for k in ("type", "description", "enum", "minimum", "maximum", "items",
+                                                    "default") if k in prop}
     return ordered
 
 
