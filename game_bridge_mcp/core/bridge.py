@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..wire.client import GameClient
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
-from . import events, listing
+from . import events, listing, ports
 from .events import answer_digest
 from .digest import get_path
 from .outcome import command_outcome
@@ -90,7 +90,18 @@ class Bridge:
         return self._instance(port).client
 
     def _port(self, port: Any) -> int:
+        """The spec's order, with one step before 7777: the one instance this bridge
+        launched (see core/ports.py)."""
+        if port is None:
+            implied = ports.implied_port(self.config, self.launched_ports())
+            if implied is not None:
+                return implied
         return self.config.resolve_port(port)
+
+    def _known_instances(self, exclude: int) -> list[dict[str, Any]]:
+        with self._lock:
+            answered = [p for p, inst in self._instances.items() if inst.client.last_frame is not None]
+        return ports.known_instances(self.config, self.launched_ports(), answered, exclude=exclude)
 
     def forget(self, port: int) -> None:
         """Forget what is known about a port (it went offline or was stopped): its client
@@ -146,7 +157,10 @@ class Bridge:
         if tool is None or tool not in TOOLS:
             known = ", ".join(t.name for t in TOOLS)
             raise BridgeUsageError(f"Unknown tool '{name}'. The tools are: {known}. Game and bridge tools are reached through call_tool.")
-        return self._invoke(tool, check_arguments(name, tool.input_schema, arguments), progress=progress)
+        try:
+            return self._invoke(tool, check_arguments(name, tool.input_schema, arguments), progress=progress)
+        except GameOffline as exc:  # name what does answer, so a mistyped port can be corrected
+            raise ports.with_known_instances(exc, lambda: self._known_instances(exc.port)) from None
 
     def _invoke(self, tool: ToolDef, args: Mapping[str, Any], *, port: int | None = None,
                 progress: Progress | None = None) -> dict[str, Any]:
@@ -219,7 +233,8 @@ class Bridge:
         from ..discovery.report import discover
 
         return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
-                        use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self)
+                        use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self,
+                        also_scan=ports.declared_scan_ports(self.config))
 
     def _launched_details(self) -> dict[int, dict[str, Any]]:
         """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""

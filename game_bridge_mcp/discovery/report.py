@@ -61,6 +61,7 @@ class _Target:
     port: int
     scanned: bool = False
     launched: bool = False
+    declared: bool = False
     entries: list[RegistryEntry] = field(default_factory=list)
 
 
@@ -229,7 +230,8 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
              use_registry: bool | None = None, use_scan: bool | None = None, prune: bool = False,
              launched_ports: Collection[int] | Mapping[int, Any] = (),
              known: KnownInstances | None = None,
-             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS) -> dict[str, Any]:
+             probe_timeout_ms: int = DEFAULT_PROBE_TIMEOUT_MS,
+             also_scan: Collection[int] = ()) -> dict[str, Any]:
     """The ``list_instances`` report: ``registryDir``, ``live``, ``stale``, ``notAGame``,
     ``free`` (plus ``unresponsive``, ``registryProblems``, ``registryNote`` when there
     is something to say). Read-only unless ``prune`` is true.
@@ -240,7 +242,8 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
 
     ``known`` is the Bridge (see :class:`~.probe.KnownInstances`): its own client for each
     loopback port and its manifest cache, used from probe threads; without it each port
-    gets a fresh client and ``/tools`` is read here. ``launched_ports`` (ports,
+    gets a fresh client and ``/tools`` is read here. ``also_scan``: more ports swept with the
+    default range (the declaration's portRange; not with an explicit ``range_spec``). ``launched_ports`` (ports,
     or a mapping port -> {pid, cwd, started, listener}) are always probed and flagged
     ``launchedByThisBridge`` unless ``listener`` says the process listening there is
     not part of the launched tree (then ``launchNote`` says so). What the mapping says
@@ -254,6 +257,11 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
     scan_on = config.scan if use_scan is None else bool(use_scan)
     timeout_ms = max(1, int(probe_timeout_ms))
     scan_ports = _scan_ports(config, range_spec)  # a bad spec fails even with scanning off
+    declared: tuple[int, ...] = ()
+    if scan_on and (range_spec is None or (isinstance(range_spec, str) and not range_spec.strip())):
+        # with the default range, also where the project's launches land (launch.portRange): a
+        # game started with `call launch_instance --keep`, which no bridge tracks, is found there
+        declared = tuple(p for p in also_scan if isinstance(as_int(p), int))
     scan_ports = scan_ports if scan_on else ()
     launched = _launched_info(launched_ports)
     directory = registry_dir(getattr(config, "environ", None), getattr(config, "registry_dir", None))
@@ -272,6 +280,8 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
 
     for port in scan_ports:
         target(DEFAULT_HOST, port).scanned = True
+    for port in declared:  # probed, but not listed as free: the launcher's range, not the caller's
+        target(DEFAULT_HOST, port).declared = True
     for port in launched:
         target(DEFAULT_HOST, port).launched = True
     for entry in scan.entries:
@@ -328,7 +338,7 @@ def discover(config: Any, *, opener: Opener | None = None, range_spec: str | int
                 stale.append(record)
             continue
         # unresponsive: something holds the port but does not answer in time
-        if tgt.scanned or tgt.launched or not tgt.entries:
+        if tgt.scanned or tgt.launched or tgt.declared or not tgt.entries:
             record = {"port": tgt.port, "reason": probe.reason}
             if tgt.host != DEFAULT_HOST:
                 record["host"] = tgt.host

@@ -1,0 +1,93 @@
+"""Ports that find the agent's instance (issue 12).
+
+Why a module of its own: the spec's port order (the call's ``port``, ``--port``,
+``GAME_BRIDGE_PORT``, 7777) sends an agent that launched a game and then forgot its port
+to 7777, where nothing answers. Two rules close that gap, here so the Bridge stays about
+dispatch: :func:`implied_port` (with no port given anywhere, the one instance this bridge
+launched is the port; several are an error naming them), and :func:`with_known_instances`
+(a GameOffline names the live instances the bridge knows of, so a mistyped port can be
+corrected). :func:`declared_scan_ports` is the declaration's ``portRange`` for
+``list_instances``. Pure, apart from reading the registry directory on an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..config import Config
+from ..errors import BridgeUsageError, GameOffline
+from ..launch.declaration import declaration_of
+from ..manifest.sanitise import one_line
+from ..paths import registry_dir
+from ..registry import pid_alive, read_registry
+
+#: At most this many known instances are named in a GameOffline.
+MAX_NAMED = 10
+#: A declared portRange is scanned by list_instances up to this many ports.
+MAX_DECLARED_SCAN = 256
+#: Reading the registry on an error may take at most this long.
+REGISTRY_BUDGET_S = 0.25
+
+
+def port_is_configured(config: Config) -> bool:
+    """Whether ``--port`` or ``GAME_BRIDGE_PORT`` names the default port."""
+    return config.port is not None or bool(config.environ.get("GAME_BRIDGE_PORT", "").strip())
+
+
+def implied_port(config: Config, launched: Sequence[int]) -> int | None:
+    """The port for a call that names none when neither ``--port`` nor ``GAME_BRIDGE_PORT``
+    is set: the one instance this bridge launched (None: use the usual default). Several
+    launched instances are a BridgeUsageError naming them."""
+    if port_is_configured(config) or not launched:
+        return None
+    if len(launched) == 1:
+        return launched[0]
+    ports = ", ".join(str(p) for p in sorted(launched))
+    raise BridgeUsageError(f"This bridge launched {len(launched)} instances (ports {ports}) and the call names no "
+                           "port: say which one with port.", launched=sorted(launched))
+
+
+def known_instances(config: Config, launched: Sequence[int], answered: Sequence[int], *,
+                    exclude: int) -> list[dict[str, Any]]:
+    """The live instances this bridge knows of, other than ``exclude``: its launches, the
+    ports that answered it, and registry entries whose process runs (advisory, as always)."""
+    found: dict[int, dict[str, Any]] = {}
+    for port in launched:
+        found.setdefault(port, {"port": port, "how": "launched by this bridge"})
+    for port in answered:
+        found.setdefault(port, {"port": port, "how": "answered this bridge"})
+    if config.registry:
+        scan = read_registry(registry_dir(config.environ, config.registry_dir), time_budget_s=REGISTRY_BUDGET_S)
+        for entry in scan.entries:
+            if entry.host not in ("127.0.0.1", "localhost", "::1") or not pid_alive(entry.pid):
+                continue
+            label = one_line(" ".join(str(x) for x in (entry.name, entry.version) if x), 80)
+            record = found.setdefault(entry.port, {"port": entry.port, "how": "in the registry"})
+            if label:
+                record.setdefault("game", label)
+    found.pop(exclude, None)
+    return [found[port] for port in sorted(found)][:MAX_NAMED]
+
+
+def with_known_instances(exc: GameOffline, known: Callable[[], list[dict[str, Any]]]) -> GameOffline:
+    """``exc``, its message extended with the live instances the bridge knows of (left as
+    it was when there are none, or when the game is only frozen: cause ``timeout``)."""
+    if exc.cause == "timeout" or "liveInstances" in exc.fields:
+        return exc
+    others = known()
+    if not others:
+        return exc
+    named = ", ".join(f"{o['port']} ({o['how']}{': ' + o['game'] if o.get('game') else ''})" for o in others)
+    exc.message = f"{exc.message}\nLive instances this bridge knows of: {named}. If you meant one of them, pass its port."
+    exc.args = (exc.message,)
+    exc.fields["liveInstances"] = [o["port"] for o in others]
+    return exc
+
+
+def declared_scan_ports(config: Config) -> tuple[int, ...]:
+    """The declaration's ``portRange`` (where launches land), for list_instances to scan."""
+    declaration = declaration_of(config)
+    if declaration is None:
+        return ()
+    low, high = declaration.port_range
+    return tuple(range(low, min(high, low + MAX_DECLARED_SCAN - 1) + 1))
