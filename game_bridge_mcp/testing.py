@@ -49,8 +49,8 @@ class GameDriver:
         self.port = port
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self.bridge.call_tool(name=name, arguments={**(arguments or {}), **kwargs},
-                                                       port=self.port)
+        result: dict[str, Any] = self.bridge.run_tool("call_tool", {
+            "name": name, "arguments": {**(arguments or {}), **kwargs}, "port": self.port})
         return result
 
     def state(self) -> dict[str, Any]:

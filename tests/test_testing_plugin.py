@@ -129,8 +129,9 @@ def test_a_game_projects_ci_runs_its_tests_and_its_recordings(tmp_path: Path, gu
 def test_the_driver_passes_calls_through_call_tool() -> None:
     calls: list[tuple] = []
 
-    class FakeBridge:
-        def call_tool(self, **kwargs: object) -> dict:
+    class FakeBridge:  # the driver comes in by the Bridge's one door, run_tool
+        def run_tool(self, name: str, kwargs: dict) -> dict:
+            assert name == "call_tool"
             calls.append(tuple(sorted(kwargs.items(), key=lambda kv: kv[0])))
             return {"ok": True}
 

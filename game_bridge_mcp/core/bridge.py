@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..wire.client import GameClient
+from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import events, listing, ports
@@ -152,7 +153,20 @@ class Bridge:
     # ------------------------------------------------------------------ dispatch
     def run_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *,
                  progress: Progress | None = None) -> dict[str, Any]:
-        """Run one of the seven tools by its MCP name, with the spec's argument names."""
+        """Run one of the seven tools by its MCP name, with the spec's argument names.
+
+        This is the Bridge's one door (the MCP adapter, ``--eager``'s flat tools, the
+        ``call`` CLI, replay and the pytest driver all come through it), and so the one
+        boundary for game text: the answer, an error and every progress line leave
+        through ``boundary.py``, which strips what must never reach the agent."""
+        try:
+            result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=clean_progress(progress)))
+            return result
+        except BaseException as exc:
+            raise clean_error(exc)
+
+    def _run_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
+                  progress: Progress | None) -> dict[str, Any]:
         tool = tool_def(name)
         if tool is None or tool not in TOOLS:
             known = ", ".join(t.name for t in TOOLS)

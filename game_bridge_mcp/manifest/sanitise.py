@@ -1,9 +1,12 @@
-"""Making manifest text safe to show a model: hidden characters removed, lengths capped.
+"""The one sanitiser of game text: hidden characters removed, lengths capped.
 
 Why this module exists: every string a game publishes (tool and argument descriptions,
-names, examples, identity) reaches a model, so it is data, not instructions. Control,
-format and invisible characters are removed and every text is capped, in one place, so
-the manifest reader and the schema converter cannot disagree about what is "clean".
+names, examples, identity, and everything in its answers) reaches a model, so it is
+data, not instructions. Control, format and invisible characters are removed and every
+text is capped, in one place, so the manifest reader, the schema converter and the
+Bridge's answers cannot disagree about what is "clean". :func:`strip_hidden` and
+:func:`is_clean` are the rule for any text; the boundary that applies them to every
+answer and error the agent sees is ``core/boundary.py``.
 Pure functions over plain values; nothing here raises on hostile input.
 """
 
@@ -56,6 +59,33 @@ def _strip_hidden(text: str) -> str:
                 out.append("\n")
             # Cc, Cf, Cs, Co, Cn: control, format/invisible, surrogate, private, unassigned
     return "".join(out)
+
+
+_PRINTABLE_HIDDEN = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"
+                               "\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
+def is_clean(text: str) -> bool:
+    """True when :func:`strip_hidden` would leave ``text`` as it is (fast: C-level checks
+    for the common cases, the full rule only for text that fails them)."""
+    if text.isprintable():
+        return text.isascii() or _PRINTABLE_HIDDEN.search(text) is None
+    if "\n" in text or "\t" in text:
+        rest = text.replace("\n", "").replace("\t", "")
+        if rest.isprintable():
+            return rest.isascii() or _PRINTABLE_HIDDEN.search(rest) is None
+    return False
+
+
+def strip_hidden(text: str) -> str:
+    """``text`` without what must never reach the agent, and otherwise as it was (no
+    cap, no trimming): control characters but newline and tab (a carriage return
+    becomes a newline), bidirectional overrides and isolates, zero-width and other
+    format characters, invisible fillers and variation selectors, surrogates,
+    private-use and unassigned code points; odd spaces become spaces."""
+    if is_clean(text):
+        return text
+    return _strip_hidden(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def clean_text(value: Any, budget: int) -> str:
@@ -130,5 +160,5 @@ def quote_name(value: Any) -> str:
 
 
 __all__ = ["ARG_DESCRIPTION_LIMIT", "DESCRIPTION_LIMIT", "EXAMPLE_LIMIT", "FOLDED_DEFAULT_LIMIT", "GAME_DESCRIPTION_LIMIT",
-           "IDENTITY_LIMIT", "NAME_LIMIT", "cap_text", "clean_text", "kind_of", "one_line",
-           "quote_name", "sanitise_text"]
+           "IDENTITY_LIMIT", "NAME_LIMIT", "cap_text", "clean_text", "is_clean", "kind_of", "one_line",
+           "quote_name", "sanitise_text", "strip_hidden"]

@@ -247,13 +247,13 @@ class BridgeServer:
                ) -> tuple[str, dict[str, Any], Callable[[], dict[str, Any]]]:
         if self.eager and name not in TOOL_NAMES:
             if name in BRIDGE_TOOL_NAMES:
-                return ("call_tool", {"name": name, "arguments": arguments},
-                        lambda: self.bridge.call_tool(name=name, arguments=arguments, port=None))
+                call: dict[str, Any] = {"name": name, "arguments": arguments}
+                return "call_tool", call, lambda: self.bridge.run_tool("call_tool", call)
             target = self._eager_tools.get(name)
             if target is not None:
                 port, tool = target
-                return ("call_tool", {"name": tool, "arguments": arguments, "port": port},
-                        lambda: self.bridge.call_tool(name=tool, arguments=arguments, port=port))
+                flat: dict[str, Any] = {"name": tool, "arguments": arguments, "port": port}
+                return "call_tool", flat, lambda: self.bridge.run_tool("call_tool", flat)
         return name, arguments, lambda: self.bridge.run_tool(name, arguments, progress=progress)
 
     async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:

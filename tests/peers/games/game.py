@@ -7,6 +7,7 @@ Every process it starts appends ``<pid> <starttime>`` to the file named by
 
     game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid|escape|escape-brief]
             [--ignore-term] [--ignore-close] [--lines N] [--no-tools] [--helpers N]
+            [--name N] [--version V] [--say TEXT]
     game.py --role child [--setsid] [--ignore-term] [--escape [--brief]]
 """
 
@@ -137,6 +138,9 @@ def run_game(args: argparse.Namespace) -> None:
     say(f"game {os.getpid()} starting on port {args.port}")
     for index in range(args.lines):
         say(f"line {index}")
+    if args.say:
+        say(args.say)
+        say(args.say, err=True)
     if args.child:
         extra = {"setsid": ["--setsid"], "escape": ["--escape"], "escape-brief": ["--escape", "--brief"]}.get(args.child, [])
         if args.ignore_term:
@@ -184,6 +188,7 @@ def main() -> None:
     parser.add_argument("--helpers", type=int, default=0)
     parser.add_argument("--no-tools", action="store_true")
     parser.add_argument("--name", default="Test Game")
+    parser.add_argument("--say", default=None, help="a line to print on stdout and stderr at start")
     parser.add_argument("--version", default="0.0.1")
     args = parser.parse_args()
     if args.role == "child":
