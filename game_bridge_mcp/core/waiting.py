@@ -22,6 +22,7 @@ baseline, any recent event counts.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -262,7 +263,7 @@ def wait_until(poll: Callable[[int | None], Mapping[str, Any]], watch: Watch, *,
     if first is not None and watch.observe(first):
         return Waited(True, first, 0, 0, total_ms)
     while True:
-        remaining = None if polls == 0 and first is None else max(1, int((deadline - time.monotonic()) * 1000))
+        remaining = None if polls == 0 and first is None else max(1, math.ceil((deadline - time.monotonic()) * 1000))
         try:
             state = poll(remaining)
         except GameOffline:
