@@ -133,17 +133,29 @@ def _reject_constant(name: str) -> None:
 
 
 
-def as_int(value: Any, *, floats: bool = True) -> int | None:
+#: The largest magnitude :func:`as_int` accepts: JSON's safe integers (2**53), the whole
+#: numbers every JSON reader holds exactly. A frame or a command id beyond it is absurd.
+MAX_WHOLE = 2 ** 53
+
+
+def as_int(value: Any, *, floats: bool = True, minimum: int = -MAX_WHOLE, maximum: int = MAX_WHOLE) -> int | None:
     """A number a game or a file supplied, as an int, or None when it is not a whole
-    number: booleans, fractions, NaN, infinities and strings are not. JSON has one number
-    type, so ``12.0`` is 12 unless ``floats`` is False (a file whose format says integer)."""
+    number in ``minimum..maximum`` (by default JSON's safe integers): booleans,
+    fractions, NaN, infinities, strings, ``1e300`` and a 400-digit number are not. JSON
+    has one number type, so ``12.0`` is 12 unless ``floats`` is False (a file whose
+    format says integer). Counters a game reports (frames, command ids) pass
+    ``minimum=0``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if floats and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
+        number = value
+    elif floats and isinstance(value, float) and value.is_integer():
+        if not -MAX_WHOLE <= value <= MAX_WHOLE:
+            return None
+        number = int(value)
+    else:
+        return None
+    return number if minimum <= number <= maximum else None
 
 
 class FileProblem(ValueError):
@@ -231,5 +243,5 @@ def load_json_file(path: str | Path, max_bytes: int, *, strict: bool = True, fol
         raise FileProblem("invalid", str(exc)) from None
 
 
-__all__ = ["DECODED_BOUND_TEXT", "FileProblem", "MAX_VALUES", "PAUSE_GC_BYTES", "as_int", "count_values",
+__all__ = ["DECODED_BOUND_TEXT", "FileProblem", "MAX_VALUES", "MAX_WHOLE", "PAUSE_GC_BYTES", "as_int", "count_values",
            "decode_json", "load_json_file", "read_capped"]

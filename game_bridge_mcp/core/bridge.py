@@ -388,7 +388,11 @@ class Bridge:
         result["applied"] = {"completedCommandId": True, "frames-advanced": True}.get(confirmation, False if confirmation == "not-waited" else None)
         if outcome.get("commandId") is not None:
             result["commandId"] = outcome["commandId"]
+        elif outcome.get("reportedCommandId") is not None:  # an id that could not confirm it (idNote says why)
+            result["commandId"] = outcome["reportedCommandId"]
         result["confirmation"] = confirmation
+        if outcome.get("idNote"):
+            result["confirmationNote"] = outcome["idNote"]
         state = outcome.get("state")
         if isinstance(state, dict):
             done = command_outcome(state, as_int(outcome.get("commandId")))

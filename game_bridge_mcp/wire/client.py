@@ -55,6 +55,13 @@ from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepA
 
 log = logging.getLogger(__name__)
 
+
+def _count(value: Any) -> int | None:
+    """A counter the game reports (``frame``, ``commandId``, ``completedCommandId``): a
+    whole number from 0 to 2**53, else None (unknown), so an absurd one (``1e400``, a
+    400-digit number, -5) is never arithmetic's problem or a port's for good."""
+    return as_int(value, minimum=0)
+
 #: Poll intervals (seconds): the first poll is immediate, then these grow to the cap.
 FIRST_INTERVAL_S = 0.0002
 MAX_CHEAP_INTERVAL_S = 0.002
@@ -162,6 +169,9 @@ class GameClient:
         self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
+        #: The completedCommandId of the newest answer that carried one (None: unknown): a
+        #: command whose commandId is not above it cannot be confirmed by its id.
+        self.completed_id: int | None = None
         #: What the last /state, /state?view=digest and /health cost (seconds).
         self.state_cost_s = 0.0
         self.digest_cost_s = 0.0
@@ -233,11 +243,15 @@ class GameClient:
     def _observe(self, doc: Any, sent: float, arrived: float) -> None:
         """Feed the frame an answer reported to the frame clock (``sent``: when the
         request went out; ``arrived``: when the answer was in, before decoding it)."""
-        frame = as_int(doc.get("frame")) if isinstance(doc, dict) else None
+        if not isinstance(doc, dict):
+            return
+        frame = _count(doc.get("frame"))
         if frame is not None and self.frames.observe(frame, sent, arrived):
             log.info("port %s: frame went back to %s: a new process; forgetting what was learned", self.port, frame)
             self._relearn(restarted=True)
             self.generation += 1
+        if "completedCommandId" in doc:
+            self.completed_id = _count(doc.get("completedCommandId"))
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
         """One GET; transport failures become GameOffline/NotAGameSurface, except the
@@ -295,7 +309,7 @@ class GameClient:
             shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
         self._observe(body, sent, arrived)  # first: a restart forgets what was learned
-        self.health_has_completed_id = as_int(body.get("completedCommandId")) is not None
+        self.health_has_completed_id = _count(body.get("completedCommandId")) is not None
         self.features = read_features(body)
         self.health_cost_s = arrived - sent
         return body
@@ -432,12 +446,32 @@ class GameClient:
         total_ms = self.timeout_ms if timeout_ms is None else int(timeout_ms)
         deadline = self._clock() + total_ms / 1000.0
         with self.keep_alive():
-            answer = self.command(cmd, args, timeout_ms=total_ms)
-            command_id = as_int(answer.get("commandId"))
-            queued_frame = as_int(answer.get("frame"))
+            if sync and self.features is None:
+                # Learned once a generation (features, how to poll), before the command, so
+                # the completedCommandId the game reports before it is known too.
+                self.health(timeout_ms=total_ms)
+            generation, before = self.generation, self.completed_id
+            answer = self.command(cmd, args, timeout_ms=self._remaining_ms(deadline))
+            command_id = _count(answer.get("commandId"))
+            queued_frame = _count(answer.get("frame"))
             if not sync:
                 return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
-            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+            if (command_id is None or before is None or command_id > before
+                    or self.generation != generation):  # a restart meanwhile: the old count does not hold
+                return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+            # An id the game had already reported done would "confirm" the command before it
+            # ran (a reused or lying counter): confirm it by frames instead, and say why.
+            why = (f"The game answered commandId {command_id}, which is not above the completedCommandId "
+                   f"{before} it reported before the command was sent, so the command could not be confirmed by its id")
+            try:
+                outcome = self._confirm(cmd, None, queued_frame, deadline, total_ms, answer, digest)
+            except CommandTimeout as exc:
+                raise CommandTimeout(self.port, cmd, total_ms, message=f"{exc.message} {why}; nor did its "
+                                     "frames advance.", reportedCommandId=command_id) from None
+            outcome["idNote"] = why + (" (confirmed by frames advancing instead)."
+                                       if outcome["confirmation"] == "frames-advanced" else ".")
+            outcome["reportedCommandId"] = command_id
+            return outcome
 
     def _remaining_ms(self, deadline: float) -> int:
         # Rounded up, so a poll that times out has always reached the command's deadline
@@ -465,7 +499,7 @@ class GameClient:
             self._sleep(max(0.0, min(plan[0], deadline) - self._clock()))
         while True:
             try:
-                state = self._next_state(command_id, base_frame, deadline, as_int(last.get("frame")), digest)
+                state = self._next_state(command_id, base_frame, deadline, _count(last.get("frame")), digest)
             except GameOffline:
                 if self._clock() < deadline:
                     raise
@@ -475,15 +509,15 @@ class GameClient:
                 verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state)
                 if verdict is not None:
                     return verdict
-                if command_id is None or as_int(state.get("completedCommandId")) is None:
-                    frame = as_int(state.get("frame"))
+                if command_id is None or _count(state.get("completedCommandId")) is None:
+                    frame = _count(state.get("frame"))
                     if base_frame is None:
                         base_frame = frame
             now = self._clock()
             if now >= deadline:
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id,
-                                     lastCompletedCommandId=as_int(last.get("completedCommandId")),
-                                     lastFrame=as_int(last.get("frame")))
+                                     lastCompletedCommandId=_count(last.get("completedCommandId")),
+                                     lastFrame=_count(last.get("frame")))
             pause, interval = self._next_wait(queued_frame, interval, command_id, now, digest)
             self._sleep(min(pause, max(0.0, deadline - now)))
 
@@ -491,8 +525,8 @@ class GameClient:
                  total_ms: int, answer: dict, state: dict) -> dict | None:
         """What one snapshot says of the command: the outcome, None (not yet), or a
         CommandTimeout raised for a game that restarted meanwhile."""
-        completed = as_int(state.get("completedCommandId"))
-        frame = as_int(state.get("frame"))
+        completed = _count(state.get("completedCommandId"))
+        frame = _count(state.get("frame"))
         if base_frame is not None and frame is not None and frame < base_frame:
             raise CommandTimeout(self.port, cmd, total_ms, message=(
                 f"The game on port {self.port} restarted (frame went back from {base_frame} "
@@ -537,7 +571,7 @@ class GameClient:
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id) from None
             held_s = self._clock() - sent
             verdict = self._verdict(cmd, command_id, queued_frame, queued_frame, total_ms, answer, state)
-            completed = as_int(state.get("completedCommandId"))
+            completed = _count(state.get("completedCommandId"))
             if completed is None:
                 self._broken("view" if view else "after", "its /state answered without completedCommandId")
                 return None
@@ -610,8 +644,8 @@ class GameClient:
             self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
         if self.health_has_completed_id and command_id is not None:
             health = self.health(timeout_ms=self._remaining_ms(deadline))
-            completed = as_int(health.get("completedCommandId"))
-            frame = as_int(health.get("frame"))
+            completed = _count(health.get("completedCommandId"))
+            frame = _count(health.get("frame"))
             restarted = base_frame is not None and frame is not None and frame < base_frame
             if not restarted and (completed is None or completed < command_id):
                 return None  # a restart goes on to /state, where _confirm reports it
@@ -620,12 +654,12 @@ class GameClient:
             # land near frame starts, where an early one should cost only a tiny
             # /health): wait for a frame after the command's, and after the last /state.
             health = self.health(timeout_ms=self._remaining_ms(deadline))
-            frame = as_int(health.get("frame"))
+            frame = _count(health.get("frame"))
             if frame is not None and base_frame <= frame <= max(base_frame, state_frame or base_frame):
                 return None  # a frame that went back goes on to /state, where _confirm reports it
         state = self.state(timeout_ms=self._remaining_ms(deadline), digest=digest)
         if (digest and command_id is not None and self.uses("view") and self.health_has_completed_id
-                and as_int(state.get("completedCommandId")) is None):
+                and _count(state.get("completedCommandId")) is None):
             self._broken("view", "its view=digest answer left out completedCommandId")
             state = self.state(timeout_ms=self._remaining_ms(deadline))
         return state

@@ -179,16 +179,22 @@ class FrameClock:
         if len(anchors) < 2:
             self._line = (frame, start)
             return
-        mean_frame = sum(a[0] for a in anchors) / len(anchors)
+        # Frames counted from the first anchor: exact whatever the game's frame numbers
+        # are (a float mean of numbers near 2**53 would lose the differences that matter).
+        origin = anchors[0][0]
+        mean_frame = sum(a[0] - origin for a in anchors) / len(anchors)
         mean_start = sum(a[1] for a in anchors) / len(anchors)
-        spread = sum((a[0] - mean_frame) ** 2 for a in anchors)
-        slope = sum((a[0] - mean_frame) * (a[1] - mean_start) for a in anchors) / spread
-        frames = anchors[-1][0] - anchors[0][0]
+        spread = sum((a[0] - origin - mean_frame) ** 2 for a in anchors)
+        frames = anchors[-1][0] - origin
+        if spread <= 0 or frames <= 0:
+            self._line = (frame, start)
+            return
+        slope = sum((a[0] - origin - mean_frame) * (a[1] - mean_start) for a in anchors) / spread
         error = max(a[2] for a in anchors) / frames
         if slope > 0 and error <= PERIOD_ERROR_FRACTION * slope:
             self._period = slope
             self._period_is_fine = True
-            self._line = (int(round(mean_frame)), mean_start + (round(mean_frame) - mean_frame) * slope)
+            self._line = (origin + int(round(mean_frame)), mean_start + (round(mean_frame) - mean_frame) * slope)
         else:
             self._line = (frame, start)
 
