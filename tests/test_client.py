@@ -338,7 +338,8 @@ def test_frames_advanced_without_completed_command_id() -> None:
 
 
 def test_health_completed_id_fetches_state_once_per_call() -> None:
-    with FakeGame(health_completed_id=True, hz=200) as fake:
+    # A /state that costs more than a /health (here 2 MB): /health is polled, /state fetched once.
+    with FakeGame(health_completed_id=True, hz=200, padding_bytes=2_000_000) as fake:
         client = GameClient(fake.port)
         for n in range(1, 4):
             before = client.stats["stateFetches"]

@@ -548,7 +548,7 @@ class Bridge:
         """Step a paused game (the clock extension): see core/clock.py."""
         target = self._port(port)
         inst = self._instance(target)
-        with inst.command_lock, inst.client.keep_alive():  # every frame on one connection
+        with inst.command_lock:  # every frame on the connection the client keeps to the game
             return self._guarded(target, lambda: clock.Advance(inst.client, timeout_ms=self.config.timeout_ms)
                                  .run(frames, until, max_frames))
 
@@ -575,6 +575,10 @@ class Bridge:
         if self._closed:
             return
         self._closed = True
+        with self._lock:
+            clients = [inst.client for inst in self._instances.values()]
+        for client in clients:
+            client.close()
         if self._launcher is not None:
             try:
                 self._launcher.shutdown()

@@ -23,14 +23,18 @@ applying the command, with a few tiny requests, without hammering a game whose
   expensive (its last fetch took 2 ms or more), it polls ``/health`` until a frame after
   the command's (and after the last ``/state``) has begun, and only then fetches
   ``/state``; a cheap ``/state`` of a game not yet learned is polled directly.
-* **How to ask.** The command and its polls share one kept-alive connection (a fresh
-  loopback connection costs about as much again as the request), closed when the
-  call ends; see ``transport.KeepAliveSession``.
+* **How to ask.** Requests go over kept-alive connections that the client keeps for the
+  game between calls (a fresh loopback connection costs about as much again as the
+  request); see ``transport.KeepAliveSession``.
+
+A game that advertises ``after`` (extensions.md) is not polled at all: the command, then
+one ``/state?after=<commandId>&waitMs=<what is left>``, which the game answers once the
+command is done; with ``view``, that answer is only the digest when that is all the
+caller needs (see :meth:`GameClient._confirm_held`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import logging
@@ -38,7 +42,7 @@ import math
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import polling
 from ..config import port_number
@@ -67,6 +71,9 @@ FIRST_INTERVAL_S = 0.0002
 MAX_CHEAP_INTERVAL_S = 0.002
 #: A /state fetch slower than this is "expensive": poll /health first.
 CHEAP_STATE_S = 0.002
+#: A /state (or its digest) no slower than this (or 1.5 /health) is polled itself, even
+#: when /health carries completedCommandId: one round trip fewer per confirmation.
+TINY_STATE_S = 0.0005
 #: The longest wait for a predicted frame start (a slow loop gets an extra poll instead).
 MAX_FRAME_WAIT_S = 0.05
 #: After a frame that follows the command begins, keep polling at short intervals for
@@ -87,6 +94,9 @@ MAX_LEAD_S = 0.00015
 #: command was done breaks it too (see GameClient._confirm_held).
 MAX_WAIT_MS = 10000
 HELD_RESERVE_S = 0.02
+#: A connection to the game idle longer than this is not reused (servers close idle
+#: connections after a few seconds to a minute; one that did is never reused anyway).
+KEEP_IDLE_S = 20.0
 EARLY_TOLERANCE_S = 0.005
 HANG_CHECK_MS = 200
 
@@ -155,7 +165,9 @@ class GameClient:
         #: said (the Bridge's manifest) are valid for one generation.
         self.generation = 0
         self._relearn()
-        self._local = threading.local()
+        #: Kept-alive connections to the game, reused by every request and every thread
+        #: (the default transport only; an injected opener is used as it is).
+        self._session = KeepAliveSession(max_idle_s=KEEP_IDLE_S) if self._open is loopback_opener else None
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {"requests": 0, "bytes": 0, "stateFetches": 0}
         self._stats_lock = threading.Lock()
@@ -192,6 +204,7 @@ class GameClient:
         self.frames.reset()
         self._relearn(restarted=True)
         self.generation += 1
+        self.close()  # another process may answer on the port next
 
     def has_feature(self, name: str) -> bool:
         """Whether the game advertised ``name`` in the last ``/health`` read (in this
@@ -224,21 +237,10 @@ class GameClient:
         return self.frames.last_frame
 
     # ----------------------------------------------------------------- plumbing
-    @contextlib.contextmanager
-    def keep_alive(self) -> Iterator[None]:
-        """Requests this thread makes inside share one kept-alive connection (see
-        ``transport.KeepAliveSession``) when the client uses the default transport; an
-        injected opener is used as it is. ``command_and_sync`` runs inside one."""
-        if self._open is not loopback_opener or getattr(self._local, "opener", None) is not None:
-            yield
-            return
-        session = KeepAliveSession()
-        self._local.opener = session
-        try:
-            yield
-        finally:
-            self._local.opener = None
-            session.close()
+    def close(self) -> None:
+        """Close the connections kept to the game (the next request opens a fresh one)."""
+        if self._session is not None:
+            self._session.close()
 
     def _observe(self, doc: Any, sent: float, arrived: float) -> None:
         """Feed the frame an answer reported to the frame clock (``sent``: when the
@@ -256,7 +258,7 @@ class GameClient:
     def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
         """One GET; transport failures become GameOffline/NotAGameSurface, except the
         TransportError kinds in ``keep``, re-raised for the caller to word."""
-        opener = getattr(self._local, "opener", None) or self._open
+        opener = self._session or self._open
         try:
             response = opener(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes)
         except TransportError as exc:
@@ -445,33 +447,32 @@ class GameClient:
         answers when the command is done; others are polled (see the module docstring)."""
         total_ms = self.timeout_ms if timeout_ms is None else int(timeout_ms)
         deadline = self._clock() + total_ms / 1000.0
-        with self.keep_alive():
-            if sync and self.features is None:
-                # Learned once a generation (features, how to poll), before the command, so
-                # the completedCommandId the game reports before it is known too.
-                self.health(timeout_ms=total_ms)
-            generation, before = self.generation, self.completed_id
-            answer = self.command(cmd, args, timeout_ms=self._remaining_ms(deadline))
-            command_id = _count(answer.get("commandId"))
-            queued_frame = _count(answer.get("frame"))
-            if not sync:
-                return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
-            if (command_id is None or before is None or command_id > before
-                    or self.generation != generation):  # a restart meanwhile: the old count does not hold
-                return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
-            # An id the game had already reported done would "confirm" the command before it
-            # ran (a reused or lying counter): confirm it by frames instead, and say why.
-            why = (f"The game answered commandId {command_id}, which is not above the completedCommandId "
-                   f"{before} it reported before the command was sent, so the command could not be confirmed by its id")
-            try:
-                outcome = self._confirm(cmd, None, queued_frame, deadline, total_ms, answer, digest)
-            except CommandTimeout as exc:
-                raise CommandTimeout(self.port, cmd, total_ms, message=f"{exc.message} {why}; nor did its "
-                                     "frames advance.", reportedCommandId=command_id) from None
-            outcome["idNote"] = why + (" (confirmed by frames advancing instead)."
-                                       if outcome["confirmation"] == "frames-advanced" else ".")
-            outcome["reportedCommandId"] = command_id
-            return outcome
+        if sync and self.features is None:
+            # Learned once a generation (features, how to poll), before the command, so
+            # the completedCommandId the game reports before it is known too.
+            self.health(timeout_ms=total_ms)
+        generation, before = self.generation, self.completed_id
+        answer = self.command(cmd, args, timeout_ms=self._remaining_ms(deadline))
+        command_id = _count(answer.get("commandId"))
+        queued_frame = _count(answer.get("frame"))
+        if not sync:
+            return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
+        if (command_id is None or before is None or command_id > before
+                or self.generation != generation):  # a restart meanwhile: the old count does not hold
+            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+        # An id the game had already reported done would "confirm" the command before it
+        # ran (a reused or lying counter): confirm it by frames instead, and say why.
+        why = (f"The game answered commandId {command_id}, which is not above the completedCommandId "
+               f"{before} it reported before the command was sent, so the command could not be confirmed by its id")
+        try:
+            outcome = self._confirm(cmd, None, queued_frame, deadline, total_ms, answer, digest)
+        except CommandTimeout as exc:
+            raise CommandTimeout(self.port, cmd, total_ms, message=f"{exc.message} {why}; nor did its "
+                                 "frames advance.", reportedCommandId=command_id) from None
+        outcome["idNote"] = why + (" (confirmed by frames advancing instead)."
+                                   if outcome["confirmation"] == "frames-advanced" else ".")
+        outcome["reportedCommandId"] = command_id
+        return outcome
 
     def _remaining_ms(self, deadline: float) -> int:
         # Rounded up, so a poll that times out has always reached the command's deadline
@@ -621,9 +622,17 @@ class GameClient:
         if queued_frame is not None and seen > queued_frame and now - (starts - period) < min(SETTLE_S, period / 2):
             return None  # a frame after the command has just begun: the game may still be applying it
         cost = self.poll_cost(digest)
-        probe = self.health_cost_s if self.health_has_completed_id or cost >= CHEAP_STATE_S else cost
+        tiny = self.health_has_completed_id and self._state_is_tiny(digest)
+        probe = self.health_cost_s if (self.health_has_completed_id and not tiny) or cost >= CHEAP_STATE_S else cost
         poll_at = min(starts - min(max(probe, MIN_LEAD_S), MAX_LEAD_S), now + MAX_FRAME_WAIT_S)
         return poll_at, starts, period
+
+    def _state_is_tiny(self, digest: bool) -> bool:
+        """Whether the /state a confirmation asks for (its digest, with ``view``) is known
+        to cost about what a /health does: then it is polled itself, which saves the
+        /state fetch after a /health poll has seen the command done."""
+        cost = self.poll_cost(digest)
+        return 0.0 < cost <= max(TINY_STATE_S, 1.5 * self.health_cost_s)
 
     def _interval_cap(self, command_id: int | None, digest: bool = False) -> float:
         if self.health_has_completed_id and command_id is not None:
@@ -643,12 +652,13 @@ class GameClient:
         if self.health_has_completed_id is None and command_id is not None:
             self.health(timeout_ms=self._remaining_ms(deadline))  # learn which way to poll, once
         if self.health_has_completed_id and command_id is not None:
-            health = self.health(timeout_ms=self._remaining_ms(deadline))
-            completed = _count(health.get("completedCommandId"))
-            frame = _count(health.get("frame"))
-            restarted = base_frame is not None and frame is not None and frame < base_frame
-            if not restarted and (completed is None or completed < command_id):
-                return None  # a restart goes on to /state, where _confirm reports it
+            if not self._state_is_tiny(digest):
+                health = self.health(timeout_ms=self._remaining_ms(deadline))
+                completed = _count(health.get("completedCommandId"))
+                frame = _count(health.get("frame"))
+                restarted = base_frame is not None and frame is not None and frame < base_frame
+                if not restarted and (completed is None or completed < command_id):
+                    return None  # a restart goes on to /state, where _confirm reports it
         elif base_frame is not None and (not cheap or self.frames.period_s is not None):
             # /state is expensive, or this game's frames are known to advance (so polls
             # land near frame starts, where an early one should cost only a tiny

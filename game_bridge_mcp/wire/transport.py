@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol
@@ -363,26 +364,30 @@ def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BY
 
 
 class KeepAliveSession:
-    """An opener that carries a burst of requests (one command and the polls that confirm
-    it) over one kept-alive connection per address, with the same deadline, cap and
-    errors as :func:`loopback_opener`.
+    """An opener that reuses kept-alive connections, per address, with the same deadline,
+    cap and errors as :func:`loopback_opener`. Thread-safe: each request has a connection
+    to itself (an idle one, or a fresh one), returned to the session after its answer.
 
-    Why: a fresh loopback connection costs about twice the request itself (connect,
-    accept, a server thread per connection, close), and confirming a command is a burst
-    of tiny requests. The connection is kept only after a complete answer that allows it
-    (HTTP/1.1 without ``Connection: close``, nothing after the body), never across a
-    pause longer than ``max_idle_s``, and never after the peer closed or sent stray bytes;
-    a game that closes after each answer simply gets a fresh connection each time.
+    Why: a fresh loopback connection costs about as much again as the request itself
+    (connect, accept, often a server thread per connection, close), and a confirmed
+    command is a burst of tiny requests, one call after another. A connection is kept
+    only after a complete answer that allows it (HTTP/1.1 without ``Connection: close``,
+    nothing after the body), never across a pause longer than ``max_idle_s``, and never
+    after the peer closed or sent stray bytes; a game that closes after each answer simply
+    gets a fresh connection each time. At most ``max_idle`` idle connections per address
+    are kept (the oldest is closed).
 
     A reused connection that fails before any byte of its answer is retried once on a
     fresh one (a server may close an idle connection at any moment), except for
     ``/command``, which is never sent twice: a failed command surfaces as the error it is.
-    One session per thread; :meth:`close` (or ``with``) closes what it holds.
+    :meth:`close` (or ``with``) closes the idle connections.
     """
 
-    def __init__(self, *, max_idle_s: float = 1.0) -> None:
+    def __init__(self, *, max_idle_s: float = 1.0, max_idle: int = 4) -> None:
         self.max_idle_s = max_idle_s
-        self._idle: dict[tuple[str, int], tuple[socket.socket, float]] = {}
+        self.max_idle = max(1, int(max_idle))
+        self._idle: dict[tuple[str, int], list[tuple[socket.socket, float]]] = {}
+        self._lock = threading.Lock()
         #: Requests that went over a connection already used (for tests and benchmarks).
         self.reused = 0
 
@@ -404,7 +409,8 @@ class KeepAliveSession:
                 if not retry:
                     raise
             else:
-                self.reused += 1
+                with self._lock:
+                    self.reused += 1
                 self._keep(host, port, sock, exchange)
                 return response
         sock = _connect(host, port, max(deadline - time.monotonic(), 0.001))
@@ -418,31 +424,38 @@ class KeepAliveSession:
         return response
 
     def _take(self, host: str, port: int) -> socket.socket | None:
-        held = self._idle.pop((host, port), None)
-        if held is None:
-            return None
-        sock, since = held
-        if time.monotonic() - since > self.max_idle_s or _readable(sock):
-            sock.close()  # too old to trust, or the peer closed it / sent stray bytes
-            return None
-        return sock
+        while True:
+            with self._lock:
+                held = self._idle.get((host, port))
+                if not held:
+                    return None
+                sock, since = held.pop()  # the most recently used: the least likely to be stale
+            if time.monotonic() - since > self.max_idle_s or _readable(sock):
+                sock.close()  # too old to trust, or the peer closed it / sent stray bytes
+                continue
+            return sock
 
     def _keep(self, host: str, port: int, sock: socket.socket, exchange: _Exchange) -> None:
         if not exchange.reusable:
             sock.close()
             return
-        previous = self._idle.pop((host, port), None)
-        if previous is not None:
-            previous[0].close()
-        self._idle[(host, port)] = (sock, time.monotonic())
+        with self._lock:
+            held = self._idle.setdefault((host, port), [])
+            held.append((sock, time.monotonic()))
+            extra = held[:-self.max_idle]
+            del held[:-self.max_idle]
+        for old, _since in extra:
+            old.close()
 
     def close(self) -> None:
-        held, self._idle = self._idle, {}
-        for sock, _since in held.values():
-            try:
-                sock.close()
-            except OSError:
-                pass
+        with self._lock:
+            held, self._idle = self._idle, {}
+        for entries in held.values():
+            for sock, _since in entries:
+                try:
+                    sock.close()
+                except OSError:
+                    pass
 
     def __enter__(self) -> "KeepAliveSession":
         return self
