@@ -2,6 +2,12 @@
 
 Why this is not a plain ``BaseHTTPRequestHandler``:
 
+* **Small.** A game answers thousands of polls while an agent plays, often many games on
+  a small machine, and the stdlib handler parses every request's headers with the
+  ``email`` package. Here a request is read from one buffered reader and its few
+  headers are split by hand: about half the CPU a bare stdlib handler spends on a
+  request (``scripts/bench_kit_http.py`` measures both). A kept-alive connection has a
+  thread of its own, created once; a request creates nothing.
 * **One send.** The stdlib handler writes the header block and the body in separate
   sends; on a keep-alive connection Nagle's algorithm plus the client's delayed ACK
   stall each such answer about 40 ms. Every answer here is one buffer (status line,
@@ -26,6 +32,7 @@ headers (an image, ``X-Game-Frame``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import json
 import logging
@@ -33,7 +40,6 @@ import socket
 import socketserver
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Union
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,7 @@ def json_bytes(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+@functools.lru_cache(maxsize=64)  # a connection sends the same Host with every request
 def is_loopback_host_header(value: str, port: int) -> bool:
     """``Host`` names a loopback address or ``localhost``, with ``port`` (80 when absent).
 
@@ -112,26 +119,144 @@ def refusal_reason(headers: Any, port: int) -> str | None:
     return None
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "game-bridge-kit"
+#: Longest request or header line, and most headers, accepted (the stdlib's limits).
+MAX_LINE = 65536
+MAX_HEADERS = 100
+REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large",
+           500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
+           505: "HTTP Version Not Supported"}
+
+
+class _Headers:
+    """A request's headers: case-insensitive ``get`` and ``get_all``."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[str]] = {}
+
+    def add(self, name: str, value: str) -> None:
+        self._values.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        values = self._values.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name: str) -> list[str]:
+        return list(self._values.get(name.lower(), ()))
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One connection: its requests, one after another, until it closes or idles out."""
+
     timeout = IDLE_TIMEOUT_S
+    disable_nagle_algorithm = True
     server: "KitHttpServer"
 
-    def setup(self) -> None:
-        super().setup()
+    def handle(self) -> None:
         try:
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:  # pragma: no cover - not every socket family has it
+            while self._one_request():
+                pass
+        except (OSError, ValueError):  # reset, timed out, closed under us at stop
             pass
+
+    def _one_request(self) -> bool:
+        """Read, route and answer one request; False when the connection is done."""
+        try:
+            line = self.rfile.readline(MAX_LINE + 1)
+            if not line:
+                return False
+            if line in (b"\r\n", b"\n"):  # a stray blank line between requests (RFC 9112 allows it)
+                line = self.rfile.readline(MAX_LINE + 1)
+                if not line:
+                    return False
+            if len(line) > MAX_LINE:
+                raise _BadRequest(414, "the request line is too long")
+            method, target, version = self._request_line(line)
+            headers = self._headers()
+        except _BadRequest as exc:
+            self.respond(exc.status, json_bytes({"ok": False, "error": str(exc)}), close=True)
+            return False
+        if version == "HTTP/1.0":
+            close = (headers.get("Connection") or "").strip().lower() != "keep-alive"
+        else:
+            close = "close" in (headers.get("Connection") or "").lower()
+        if (headers.get("Content-Length") or "0").strip() != "0" or headers.get("Transfer-Encoding"):
+            close = True  # a body nobody reads: never mistake it for the next request
+        if method != "GET":
+            self.respond(405, json_bytes({"ok": False, "error": f"method {method[:20]} is not supported; "
+                                                               "every endpoint is a GET"}), close=True)
+            return False
+        return self._get(target, headers, close)
+
+    def _request_line(self, line: bytes) -> tuple[str, str, str]:
+        parts = line.decode("latin-1").rstrip("\r\n").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            if len(parts) == 3 and parts[2].startswith("HTTP/"):
+                raise _BadRequest(505, f"HTTP version {parts[2][:20]!r} is not supported")
+            raise _BadRequest(400, f"bad request line {line[:80]!r}")
+        return parts[0], parts[1], parts[2]
+
+    def _headers(self) -> _Headers:
+        headers = _Headers()
+        count = 0
+        last: str | None = None
+        while True:
+            line = self.rfile.readline(MAX_LINE + 1)
+            if len(line) > MAX_LINE:
+                raise _BadRequest(431, "a header line is too long")
+            if line in (b"\r\n", b"\n", b""):
+                return headers
+            count += 1
+            if count > MAX_HEADERS:
+                raise _BadRequest(431, f"more than {MAX_HEADERS} headers")
+            text = line.decode("latin-1").rstrip("\r\n")
+            if text[:1] in (" ", "\t"):
+                if last is None:
+                    raise _BadRequest(400, "a header continuation line without a header")
+                values = headers._values[last]
+                values[-1] = values[-1] + " " + text.strip()
+                continue
+            name, colon, value = text.partition(":")
+            if not colon or not name or name != name.strip():
+                raise _BadRequest(400, f"bad header line {text[:80]!r}")
+            headers.add(name, value.strip())
+            last = name.lower()
+
+    def _get(self, target: str, headers: _Headers, close: bool) -> bool:
+        refusal = refusal_reason(headers, self.server.server_address[1])
+        if refusal is not None:
+            log.debug("refused %s: %s", target[:200], refusal)
+            self.respond(403, json_bytes({"ok": False, "accepted": False, "error": refusal}), close=True)
+            return False
+        path, _, query = target.partition("?")
+        with self.server.answering():
+            try:
+                answer = self.server.route(path, query)
+            except Exception as exc:  # a bug in a route must not kill the connection silently
+                log.exception("game-bridge kit: error answering %s", path)
+                answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+            if isinstance(answer, Answer):
+                self.respond(answer.status, answer.body, close=close, content_type=answer.content_type,
+                             headers=answer.headers)
+            else:
+                self.respond(answer[0], answer[1], close=close)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("GET %s: %s", target[:200], answer.status if isinstance(answer, Answer) else answer[0])
+        return not close
 
     def respond(self, status: int, body: bytes, *, close: bool = False,
                 content_type: str = JSON_TYPE, headers: tuple[tuple[str, str], ...] = ()) -> None:
         """Status line, headers and body in ONE write (see the module docstring)."""
-        reason = self.responses.get(status, ("",))[0]
-        close = close or self.close_connection
         extra = "".join(f"{name}: {value}\r\n" for name, value in headers)
-        head = (f"HTTP/1.1 {status} {reason}\r\n"
+        head = (f"HTTP/1.1 {status} {REASONS.get(status, '')}\r\n"
                 f"Content-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\n"
                 + extra +
@@ -140,51 +265,13 @@ class _Handler(BaseHTTPRequestHandler):
                 + ("Connection: close\r\n" if close else "")
                 + "\r\n").encode("latin-1")
         self.wfile.write(head + body)
-        if close:
-            self.close_connection = True
-
-    def do_GET(self) -> None:
-        refusal = refusal_reason(self.headers, self.server.server_address[1])
-        if refusal is not None:
-            log.debug("refused %s: %s", self.path[:200], refusal)
-            self.respond(403, json_bytes({"ok": False, "accepted": False, "error": refusal}), close=True)
-            return
-        path, _, query = self.path.partition("?")
-        with self.server.answering():
-            try:
-                answer = self.server.route(path, query)
-            except Exception as exc:  # a bug in a route must not kill the connection silently
-                log.exception("game-bridge kit: error answering %s", path)
-                answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-            if isinstance(answer, Answer):
-                self.respond(answer.status, answer.body, content_type=answer.content_type,
-                             headers=answer.headers)
-            else:
-                self.respond(answer[0], answer[1])
-
-    def _not_allowed(self) -> None:
-        self.respond(405, json_bytes({"ok": False, "error": f"method {self.command} is not supported; "
-                                                           "every endpoint is a GET"}), close=True)
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _not_allowed
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Malformed requests (and unknown methods) get one-send JSON too."""
-        self.close_connection = True
-        try:
-            self.respond(code, json_bytes({"ok": False, "error": message or self.responses.get(code, ("",))[0]}),
-                         close=True)
-        except OSError:
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s %s", self.address_string(), format % args)
 
 
-class KitHttpServer(ThreadingHTTPServer):
+class KitHttpServer(socketserver.ThreadingTCPServer):
     """A loopback-only threaded HTTP server answering through one ``route`` callable."""
 
     daemon_threads = True
+    allow_reuse_address = True
 
     def __init__(self, host: str, port: int, route: Route) -> None:
         try:
@@ -200,13 +287,6 @@ class KitHttpServer(ThreadingHTTPServer):
         self._answering = 0  # requests between routing and their answer's last byte
         self._answered = threading.Condition()
         super().__init__((host, port), _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind looks up the FQDN of the address, which can take
-        # seconds on a machine with slow DNS; a loopback debug server needs no name.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
