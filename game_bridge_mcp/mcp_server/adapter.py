@@ -69,6 +69,15 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _dumps_strict(value: Any) -> tuple[str, bool]:
+    """The text of a value, and whether it is strict JSON (no NaN or Infinity) so it can
+    stand as the structuredContent too."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False), True
+    except ValueError:
+        return _dumps(value), False
+
+
 def _nests_within(value: Any, limit: int) -> bool:
     """True when ``value`` has no containers nested deeper than ``limit`` (iterative, so a
     hostile document cannot exhaust the stack here either)."""
@@ -87,21 +96,50 @@ def _nests_within(value: Any, limit: int) -> bool:
     return True
 
 
+def _result_parts(value: dict[str, Any]) -> tuple[str, bool, bool, ImagePayload | None]:
+    """A result's text, whether the value also goes out as structuredContent, whether
+    that text is strict JSON, and the image it carries (get_screenshot's), which is taken
+    out of the value."""
+    image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
+    text, strict = _dumps_strict(value)
+    # structuredContent duplicates the text, so only for answers of a sane size and depth:
+    # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
+    structured = len(text) <= STRUCTURED_LIMIT and isinstance(value, dict) and _nests_within(value, STRUCTURED_DEPTH)
+    return text, structured, strict, image if isinstance(image, ImagePayload) else None
+
+
 def result_of(value: dict[str, Any]) -> types.CallToolResult:
     """The text block (and structuredContent) of a result; an image it carries
     (get_screenshot's) follows as an image block, so a client that shows no images still
     has everything else."""
-    image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
-    text = _dumps(value)
-    # structuredContent duplicates the text, so only for answers of a sane size and depth:
-    # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
-    structured = (value if len(text) <= STRUCTURED_LIMIT and isinstance(value, dict)
-                  and _nests_within(value, STRUCTURED_DEPTH) else None)
+    text, structured, _strict, image = _result_parts(value)
     content: list[Any] = [types.TextContent(type="text", text=text)]
-    if isinstance(image, ImagePayload):
+    if image is not None:
         content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),
                                           mimeType=image.mime))
-    return types.CallToolResult(content=content, structuredContent=structured, isError=False)
+    return types.CallToolResult(content=content, structuredContent=value if structured else None, isError=False)
+
+
+def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult) -> bytes:
+    """The JSON-RPC line answering ``tools/call`` ``ident`` with a value (as
+    :func:`result_of` makes it) or a built result (:func:`error_result`): the fields the
+    SDK writes for them. A value is encoded once: its text IS its structuredContent."""
+    head = '{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":'
+    if isinstance(outcome, dict):
+        text, structured, strict, image = _result_parts(outcome)
+        if structured and not strict:  # NaN in a host's value: rendered as the SDK renders it
+            return call_result_line(ident, types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], structuredContent=outcome, isError=False))
+        blocks = '[{"type":"text","text":' + json.dumps(text, ensure_ascii=False) + "}"
+        if image is not None:
+            blocks += ',{"type":"image","data":"' + base64.b64encode(image.data).decode("ascii") + '","mimeType":' \
+                      + json.dumps(image.mime) + "}"
+        body = '{"content":' + blocks + "]" + (',"structuredContent":' + text if structured else "") + ',"isError":false}'
+    else:
+        dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
+        body = json.dumps(wire, ensure_ascii=False)
+    return (head + body + "}\n").encode("utf-8")
 
 
 def error_result(exc: BaseException) -> types.CallToolResult:

@@ -22,13 +22,16 @@ from __future__ import annotations
 import os
 import select
 import stat
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import anyio
 
 #: The largest write a pipe takes whole once it is writable.
 CHUNK = getattr(select, "PIPE_BUF", 512)
 READ_SIZE = 65536
+#: How often the loop looks again while a worker thread is writing a line.
+LOCK_WAIT_S = 0.0002
 
 
 def _pollable(fd: int) -> bool:
@@ -48,18 +51,27 @@ def _ready(fd: int, event: int) -> bool:
 
 class LineReader:
     """``async for line in LineReader(fd)``: UTF-8 lines (invalid bytes replaced), the
-    last one possibly without its newline; ends at EOF."""
+    last one possibly without its newline; ends at EOF. ``intercept``, when set, sees
+    every line first, on the event loop; a line it returns True for is not yielded
+    (``fastpath.py`` answers it)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = bytearray()
         self._scanned = 0
         self._eof = False
+        self.intercept: Callable[[str], bool] | None = None
 
     def __aiter__(self) -> "LineReader":
         return self
 
     async def __anext__(self) -> str:
+        while True:
+            line = await self._next_line()
+            if self.intercept is None or not self.intercept(line):
+                return line
+
+    async def _next_line(self) -> str:
         while True:
             newline = self._buffer.find(b"\n", self._scanned)
             if newline >= 0:
@@ -88,21 +100,48 @@ class LineReader:
 
 
 class Writer:
-    """``await write(text)`` writes it all; ``flush`` has nothing to do."""
+    """``await write(text)`` writes it all; ``flush`` has nothing to do.
+
+    Worker threads write whole lines too (:meth:`write_line`, the fast path's answers):
+    every message is written under :attr:`lock`, so lines never interleave. The loop
+    never blocks on the lock (it waits its turn asynchronously); a worker holds it only
+    while its own line goes out. ``observe``, when set, sees every message the SDK
+    writes (the fast path learns the session's protocol version from it)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self.lock = threading.Lock()
+        self.observe: Callable[[str], None] | None = None
 
     async def write(self, text: str) -> None:
+        if self.observe is not None:
+            self.observe(text)
         data = memoryview(text.encode("utf-8"))
-        while data:
-            if not _ready(self._fd, select.POLLOUT):
-                await anyio.wait_writable(self._fd)
-            try:
-                written = os.write(self._fd, data[:CHUNK])
-            except BlockingIOError:
-                continue
-            data = data[written:]
+        while not self.lock.acquire(blocking=False):
+            await anyio.sleep(LOCK_WAIT_S)  # a worker's line is going out
+        try:
+            while data:
+                if not _ready(self._fd, select.POLLOUT):
+                    await anyio.wait_writable(self._fd)
+                try:
+                    written = os.write(self._fd, data[:CHUNK])
+                except BlockingIOError:
+                    continue
+                data = data[written:]
+        finally:
+            self.lock.release()
+
+    def write_line(self, data: bytes) -> None:
+        """Write ``data`` (one whole line) from a worker thread, blocking until it is out."""
+        view = memoryview(data)
+        with self.lock:
+            while view:
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:  # a descriptor someone made non-blocking
+                    select.select([], [self._fd], [], 1.0)
+                    continue
+                view = view[written:]
 
     async def flush(self) -> None:
         return None

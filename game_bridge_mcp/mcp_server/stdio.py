@@ -28,7 +28,8 @@ from ..core.bridge import Bridge
 from ..core.composites import Composite
 from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
-from .pipes import loop_streams
+from .fastpath import DISABLE_ENV, FastPath
+from .pipes import LineReader, Writer, loop_streams
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -60,6 +61,10 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     bridge = Bridge(config, composites=composites)
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
+    fast: FastPath | None = None
+    if isinstance(stdin, LineReader) and isinstance(stdout, Writer) and config.environ.get(DISABLE_ENV) != "1":
+        fast = FastPath(app, stdout)  # tools/call lines answered without the SDK's machinery
+        stdin.intercept, stdout.observe = fast.incoming, fast.outgoing
     # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
     # as long as the process: keep it out of the collector's full passes, which otherwise
     # rescan it while a large /state is parsed and digested.
@@ -70,6 +75,8 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
         """The one shutdown path: reap launched instances, flush, exit."""
         with finished:
             try:
+                if fast is not None:
+                    fast.close()  # its calls are cancelled and end (within about 100 ms)
                 bridge.shutdown()
             finally:
                 sys.stderr.flush()
