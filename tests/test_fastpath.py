@@ -248,7 +248,7 @@ CALLS: list[dict[str, Any]] = [
 ]
 #: Fields that differ from one run to the next (times, frames, ids).
 VOLATILE = {"frame", "elapsedMs", "polls", "commandId", "lastValue", "score", "events", "port", "simFrame",
-            "completedCommandId", "moving"}
+            "completedCommandId", "moving", "eventsNote", "eventsLeftOut"}
 
 
 def stable(value: Any) -> Any:
