@@ -100,7 +100,7 @@ def test_the_demo_explains_itself() -> None:
     assert tools["click"]["inputSchema"]["properties"]["label"]["enum"] == [
         "Start", "Hold", "Pause", "Resume", "Restart", "Menu"]
     assert bridge.health()["features"] == ["results", "after", "view", "events", "clock", "screenshot"]
-    assert bridge.snapshot()["ui"]["text"] == game.render()
+    assert bridge.snapshot()["ui"]["text"] == game.board_text()
 
 
 def test_moves_have_results_and_refusals_are_outcomes() -> None:
@@ -131,7 +131,7 @@ def test_moves_have_results_and_refusals_are_outcomes() -> None:
         assert step_until_still(port) == move["framesToSettle"]
         board = doc(port, "/state")
         assert board["game"]["board"][ROWS - 1][0] == move["fruit"]
-        assert board["ui"]["text"].splitlines()[-2].startswith("|" + "CSGOAPHIMW"[PIECES.index(move["fruit"])])
+        assert board["ui"]["text"].splitlines()[-1].startswith("|" + "CSGOAPHIMW"[PIECES.index(move["fruit"])])
         paused = result_of(settled(port, "cmd=click&label=Resume"))["result"]
         assert paused == {"screen": "GameScreen", "paused": False}
 

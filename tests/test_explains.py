@@ -97,8 +97,10 @@ def test_the_digest_shows_ui_text_and_paused_kit() -> None:
         async def main() -> None:
             async with connect(app_for(port)) as client:
                 body = data(await call(client, "drop", {"x": 0}, until={"path": "game.moving", "equals": 0}))
-                assert body["text"].startswith("Fruit Merge  seed 7") and "|. . . C . . .|" in body["text"]
-                assert "paused" not in body  # running: nothing to say
+                assert body["text"].endswith("|...C...|") and len(body["text"].splitlines()) == 10
+                assert body["paused"] is False  # said once, then only when it changes
+                again = data(await call(client, "drop", {"x": 1}, until={"path": "game.moving", "equals": 0}))
+                assert "paused" not in again and "screen" not in again  # unchanged: not repeated
                 paused = data(await call(client, "pause"))
                 assert paused["paused"] is True
                 summary = data(await call(client, "get_state", {"summary": True}))
@@ -120,3 +122,21 @@ def test_the_digest_shows_ui_text_capped_handmade() -> None:
 def test_summarise_reads_ui_text_only_when_it_is_text() -> None:
     assert "text" not in summarise({"ui": {"text": 42}}) and "text" not in summarise({"ui": {"text": "  "}})
     assert summarise({"ui": {"text": "a\nb"}})["text"] == "a\nb"
+
+
+def test_a_commands_answer_repeats_nothing_already_shown() -> None:
+    with handmade_game() as game:
+        async def main() -> None:
+            async with connect(app_for(game.port)) as client:
+                first = data(await call(client, "move", {"dx": 1}))
+                assert first["screen"] == "PlayScreen" and first["game"]["x"] == 1 and first["game"]["spawned"] == 0
+                assert "tool" not in first and "via" not in first and "frame" not in first  # the agent said those
+                second = data(await call(client, "move", {"dx": 1}))
+                assert second["game"] == {"x": 2} and "screen" not in second and "elements" not in second
+                assert second["text"] != first["text"]  # the picture changed
+                assert data(await call(client, "noop")).keys() == {"port", "applied", "commandId", "confirmation"}
+                whole = data(await call(client, "get_state", {"summary": True}))  # asked for: everything
+                assert whole["screen"] == "PlayScreen" and whole["game"]["spawned"] == 0 and "frame" in whole
+                raw = data(await call(client, "raw_command", {"command": "spawn"}))
+                assert raw["via"] == "raw" and raw["game"] == {"spawned": 1}
+        anyio.run(main)

@@ -193,7 +193,7 @@ def test_eager_advertises_game_tools_and_announces_changes(game: FakeGame) -> No
             assert {"get_state", "wait_for", f"p{game.port}_drop", f"p{game.port}_restart"} <= set(names)
             assert len(names) == len(set(names))
             r = data(await client.call_tool(f"p{game.port}_drop", {"x": 1}))
-            assert r["applied"] is True and r["tool"] == "drop"
+            assert r["applied"] is True and r["port"] == game.port and r["game"]["score"] == 10
             manifest = copy.deepcopy(DEFAULT_MANIFEST)
             manifest["toolsets"][0]["tools"].append({"name": "noop", "description": "new"})
             game.manifest = manifest

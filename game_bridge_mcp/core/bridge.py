@@ -23,7 +23,7 @@ from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import events, listing, ports
 from .events import answer_digest
-from .digest import get_path
+from .digest import get_path, only_changes, remember
 from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -383,14 +383,24 @@ class Bridge:
                 return outcome
 
         outcome = self._guarded(port, send)
-        result: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command}
         confirmation = outcome["confirmation"]
-        result["applied"] = {"completedCommandId": True, "frames-advanced": True}.get(confirmation, False if confirmation == "not-waited" else None)
+        applied = {"completedCommandId": True, "frames-advanced": True}.get(
+            confirmation, False if confirmation == "not-waited" else None)
+        compact = not include_state  # an agent's answer; a composite gets everything
+        result: dict[str, Any] = {"port": port}
+        if compact:  # what the agent did not say itself, and only what is not the usual case
+            if via != "manifest":
+                result["via"] = via
+            if tool is not None and command != tool:
+                result["command"] = command
+        else:
+            result.update({"tool": tool or command, "via": via, "command": command})
+        result["applied"] = applied
         if outcome.get("commandId") is not None:
             result["commandId"] = outcome["commandId"]
         elif outcome.get("reportedCommandId") is not None:  # an id that could not confirm it (idNote says why)
             result["commandId"] = outcome["reportedCommandId"]
-        result["confirmation"] = confirmation
+        result["confirmation"] = confirmation  # how sure "applied" is (the spec's label)
         if outcome.get("idNote"):
             result["confirmationNote"] = outcome["idNote"]
         state = outcome.get("state")
@@ -408,7 +418,7 @@ class Bridge:
                 settled = self._settle(port, until, baseline=baseline, first=state, whole=include_state)
                 state = settled.pop("_state")
                 result.update(settled)
-            result.update(self._digest(port, state, command=True))  # once: it moves the events cursor
+            result.update(self._digest(port, state, command=True, changes=compact))  # once: it moves the events cursor
             if include_state:
                 result["state"] = state
         elif confirmation == "not-waited":
@@ -416,19 +426,23 @@ class Bridge:
                 settled = self._settle(port, until, baseline=baseline, first=None, whole=include_state)
                 state = settled.pop("_state")
                 result.update(settled)
-                result.update(self._digest(port, state, command=True))
+                result.update(self._digest(port, state, command=True, changes=compact))
             else:
                 result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
         return result
 
-    def _digest(self, port: int, state: Mapping[str, Any], *, command: bool = False) -> dict[str, Any]:
+    def _digest(self, port: int, state: Mapping[str, Any], *, command: bool = False,
+                changes: bool = False) -> dict[str, Any]:
         """The digest of ``state`` for an answer about ``port``: its events are the ones no
         answer has shown yet (the port's events cursor moves past them). ``command``: the
-        fields a command's answer leaves out."""
-        digest = answer_digest(self.client(port), state,
-                               leave_out=("completedCommandId", "simFrame", "paused") if command else ())
-        if command and state.get("paused") is True:
-            digest["paused"] = True  # worth saying after a command; false is the normal case
+        fields a command's answer leaves out (frame counters); ``changes``: leave out too
+        what the port's last answers already showed (see digest.only_changes)."""
+        client = self.client(port)
+        digest = answer_digest(client, state,
+                               leave_out=("frame", "completedCommandId", "simFrame") if command else ())
+        if changes:
+            return only_changes(digest, client.shown)
+        remember(digest, client.shown)
         return digest
 
     def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,

@@ -79,7 +79,9 @@ def rules() -> str:
             f"scores the kind it makes ({ladder}; a pop {POP_POINTS}). Merged fruit falls and can "
             "merge again. Drops wait while the board moves; the round is over when a drop finds "
             "its column full to the top. hold swaps the current fruit with the held one, once per "
-            "drop. From the menu, click Start (or call restart). The board is ui.text; "
+            "drop. From the menu, click Start (or call restart). ui.text is the board, top row first, "
+            f"one letter a fruit ({', '.join(f'{SYMBOLS[i]} {PIECES[i]}' for i in range(len(PIECES)))}; "
+            "'.' empty); "
             "game.moving is 0 once it has settled. The same seed and the same moves give the "
             "same game.")
 
@@ -403,9 +405,11 @@ class FruitMerge:
         return (len(self.falling) + len(self.pending_merges) + len(self.pending_drops)
                 + len(self.candidates))
 
-    def render(self) -> str:
-        rows = []
+    def board_text(self, *, sep: str = "") -> str:
+        """The board as text, top row first: one letter a fruit (:data:`SYMBOLS`), ``.``
+        empty; ``ui.text`` (compact: an agent reads every character)."""
         falling = {(p[1], p[2]): p[0] for p in self.falling}
+        rows = []
         for row in range(ROWS):
             cells = []
             for column in range(COLUMNS):
@@ -413,7 +417,12 @@ class FruitMerge:
                 if kind is None:
                     kind = falling.get((row, column))
                 cells.append("." if kind is None else SYMBOLS[kind])
-            rows.append("|" + " ".join(cells) + "|")
+            rows.append("|" + sep.join(cells) + "|")
+        return "\n".join(rows)
+
+    def render(self) -> str:
+        """The screen as a text file: a header, then the board (the screenshot command)."""
+        rows = self.board_text(sep=" ").split("\n")
         header = (f"{GAME_NAME}  seed {self.seed}  score {self.score}  {self.state}\n"
                   f"current {PIECES[self.current]}  next {PIECES[self.next]}  "
                   f"held {PIECES[self.held] if self.held is not None else '-'}")
@@ -438,7 +447,7 @@ class FruitMerge:
 
     def to_state(self) -> dict[str, Any]:
         return {
-            "ui": {"screen": self.screen, "elements": self.elements(), "text": self.render()},
+            "ui": {"screen": self.screen, "elements": self.elements(), "text": self.board_text()},
             "game": {
                 "state": self.state, "score": self.score, "best": max(self.best, self.score),
                 "seed": self.seed, "moving": self.moving,

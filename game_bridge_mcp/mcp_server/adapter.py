@@ -66,7 +66,9 @@ def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = N
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """A result as the agent reads it: compact JSON (no spaces after separators: an agent
+    pays for every character)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _dumps_strict(value: Any) -> tuple[str, bool]:

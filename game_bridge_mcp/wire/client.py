@@ -179,6 +179,9 @@ class GameClient:
         old_events: EventsCursor | None = getattr(self, "events", None)
         #: The events cursor (wire/events.py): the newest event reported to the agent.
         self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
+        #: What the answers about this port last showed of its digest (core/digest.py's
+        #: only_changes): a command's answer repeats nothing already shown.
+        self.shown: dict[str, Any] = {}
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
         #: The completedCommandId of the newest answer that carried one (None: unknown): a
