@@ -295,13 +295,15 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
                           "--seed", "3", "--port", str(port)], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
-    for fragment in (f"> launch_instance {{\"port\": {port}}}", f"is up on port {port}", "> list_toolsets", "play         drop, hold, click",
-                     "> describe_toolset", "drop(x: number)", "> call_tool set_seed {\"seed\": 3}",
-                     "> call_tool drop", "the board settled in", "> call_tool wait_for",
-                     "matched after", "Fruit Merge  seed 3", "\"screen\": \"GameScreen\"",
+    for fragment in (f"> launch_instance {{\"port\": {port}}}", f"is up on port {port}", "> list_toolsets",
+                     "Fruit Merge: drop fruit into a board of 7 columns", "play         drop, hold, click",
+                     "> describe_toolset", "drop(x: number -3..3)", "> call_tool set_seed {\"seed\": 3}",
+                     'until {"path": "game.moving", "equals": 0}', "one call, ", "characters: settled; landed in column",
+                     "|...C...|", "CommandFailed: 'hold' was applied", "one hold per drop",
+                     "written: ", "Fruit Merge  seed 3", "\"screen\": \"GameScreen\"",
                      "stopped: closed cleanly"):
         assert fragment in text, (fragment, text)
-    assert text.count("> call_tool drop") == 4
+    assert text.count("> call_tool drop") == 4 and text.count("characters: settled;") == 4  # one call a move
     pid = int(text.split("(pid ", 1)[1].split(")", 1)[0])
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert read_registry(tmp_path / "gb" / "instances").entries == []

@@ -186,3 +186,39 @@ def test_a_condition_evaluates_one_state_at_a_time() -> None:
     assert watch.report() == {"value": "merge:b"}
     with pytest.raises(BridgeUsageError, match="advance: unknown key 'timeoutMs'"):
         Condition.from_spec({"event": "x", "timeoutMs": 5}, what="advance", timeout=False)
+
+
+def test_the_demo_plays_a_full_game_in_one_call_per_move() -> None:
+    """Each move is one call that says whether it worked, what it did, what happened and how
+    the board looks, until the round is over (every drop in the middle column fills it)."""
+    from game_bridge_mcp.cli.demo import board_from_text
+
+    with demo_game(seed=11, hz=2000) as (port, _game):
+        app = app_for(port)
+
+        async def main() -> None:
+            async with connect(app) as client:
+                known = data(await call(client, "get_state", {"summary": True}))
+                game, board = dict(known["game"]), board_from_text(known["text"])
+                assert len(board) == 10 and all(len(row) == 7 for row in board)
+                moves = 0
+                while game["state"] == "RUNNING" and moves < 300:
+                    x = 0
+                    calls_before = app.bridge.client(port).stats["requests"]
+                    answer = data(await call(client, "drop", {"x": x}, until={"path": "game.moving", "equals": 0,
+                                                                            "timeoutMs": 20000}))
+                    moves += 1
+                    assert answer["applied"] is True and answer["settled"] is True  # it worked, and settled
+                    result = answer["result"]  # what it did: where it went, what it scored (or that it ended the round)
+                    assert "column" in result and ("scoreGained" in result or result.get("gameOver") is True), result
+                    assert answer["events"], answer  # what happened
+                    game.update(answer.get("game", {}))
+                    if "text" in answer:  # how the board looks (left out only when unchanged)
+                        board = board_from_text(answer["text"])
+                    assert board[-1][3] is not None
+                    assert app.bridge.client(port).stats["requests"] > calls_before
+                assert game["state"] == "GAME_OVER", (moves, game)
+                assert moves >= 5
+                refused = await call(client, "drop", {"x": 0})
+                assert error_text(refused).startswith("CommandFailed: 'drop' was applied")
+        anyio.run(main)

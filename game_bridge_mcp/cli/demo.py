@@ -4,8 +4,9 @@ Why it exists: a newcomer should see an agent's view of a game in the first minu
 before writing any code. This writes a ``gamebridge.json`` for the bundled demo game
 (:mod:`game_bridge_mcp.game.demo`) in a temporary directory, launches it through the
 same :class:`~game_bridge_mcp.bridge.Bridge` the MCP server uses, plays a short round
-with the seven tools (reading the state to choose each move), prints what happened,
-and stops the instance.
+with the seven tools, each move one ``call_tool`` with ``until`` (its answer says whether
+the move worked, what it did, what happened and how the board looks), prints what
+happened, and stops the instance.
 
 ``game-bridge-mcp demo --init`` instead writes that ``gamebridge.json`` into the
 current directory, so ``launch_instance`` works there from any MCP client.
@@ -18,6 +19,7 @@ import json
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
@@ -117,8 +119,36 @@ def _args_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), separators=(", ", ": "))
 
 
+#: The demo board's letters (the demo's ui.text), in the order of the fruit ladder.
+SYMBOLS = "CSGOAPHIMW"
+PIECES = ("cherry", "strawberry", "grape", "orange", "apple", "pear", "peach", "pineapple", "melon", "watermelon")
+SETTLED = {"path": "game.moving", "equals": 0, "timeoutMs": 10000}
+
+
+def board_from_text(text: str) -> list[list[Any]]:
+    """The demo's ``ui.text`` (``|..C....|`` rows, top first) as rows of fruit names."""
+    rows = []
+    for line in text.splitlines():
+        if len(line) >= 2 and line[0] == "|" and line[-1] == "|":
+            rows.append([PIECES[SYMBOLS.index(c)] if c in SYMBOLS else None for c in line[1:-1].replace(" ", "")])
+    return rows
+
+
+def _move_text(answer: Mapping[str, Any], score: Any) -> str:
+    """What one move's answer says: whether it settled, what it did, what happened."""
+    raw = answer.get("result")
+    result: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    merges = result.get("merges") or []
+    did = (f"landed in column {result.get('column')}" + (f", merged {', '.join(map(str, merges))}" if merges else "")
+           + f", +{result.get('scoreGained', 0)}")
+    events = [str(e.get("m")) if isinstance(e, Mapping) else str(e) for e in answer.get("events", [])]
+    size = len(json.dumps(answer, ensure_ascii=False, separators=(",", ":")))
+    return (f"one call, {size} characters: {'settled' if answer.get('settled') else 'NOT settled'}; {did}; "
+            f"score {score}" + (f"; events: {', '.join(events)}" if events else ""))
+
+
 def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = None) -> dict[str, Any]:
-    """The scripted session. Returns the final digest."""
+    """The scripted session: each move is one call_tool with until. Returns the final digest."""
     p = _Printer(out)
     launch_args = {} if port is None else {"port": port}
     p.step(f"launch_instance {_args_text(launch_args)}")
@@ -128,11 +158,13 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
     p.say(f"{launched.get('name')} {launched.get('version')} is up on port {port} (pid {launched.get('pid')}) "
           f"after {launched.get('readyInMs')} ms; its output goes to {launched.get('logFile')}")
 
-    def call(name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return bridge.run_tool("call_tool", {"port": port, "name": name, "arguments": dict(arguments or {})})
+    def call(name: str, arguments: Mapping[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+        return bridge.run_tool("call_tool", {"port": port, "name": name, "arguments": dict(arguments or {}), **top})
 
-    p.step(f"list_toolsets {{\"port\": {port}}}")
+    p.step(f"list_toolsets {{\"port\": {port}}}    # the rules, in the game's own words")
     toolsets = bridge.run_tool("list_toolsets", {"port": port})
+    rules = str(toolsets.get("description", ""))
+    p.say(textwrap.fill(rules[:300] + ("…" if len(rules) > 300 else ""), 96))
     for toolset in toolsets["toolsets"]:
         if "tools" in toolset:
             p.say(f"{toolset['name']:<12} {', '.join(toolset['tools'])}")
@@ -140,57 +172,58 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
     for tool in bridge.run_tool("describe_toolset", {"port": port, "name": "play"})["tools"]:
         props = tool["inputSchema"].get("properties", {})
         required = set(tool["inputSchema"].get("required", []))
-        args = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items())
+        args = ", ".join(f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}"
+                         + (f" {v['minimum']}..{v['maximum']}" if "minimum" in v and "maximum" in v else "")
+                         for k, v in props.items())
         p.say(f"{tool['name']}({args}): {tool['description'].split('. ')[0].rstrip('.')}.")
 
     p.step(f"call_tool set_seed {_args_text({'seed': seed})}")
-    result = call("set_seed", {"seed": seed})
-    p.say(f"confirmed by {result.get('confirmation')} (command {result.get('commandId')}); "
-          f"screen is now {result.get('screen')}")
+    known = dict(call("set_seed", {"seed": seed}).get("game", {}))  # an answer shows what changed: keep the rest
+    board = board_from_text(str(bridge.run_tool("call_tool", {"port": port, "name": "get_state",
+                                                             "arguments": {"summary": True}}).get("text", "")))
+    p.say(f"a new round; the current fruit is a {known.get('current')}")
 
-    for turn in range(1, drops + 1):
-        state = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
-        game = state.get("game", {})
-        if game.get("state") != "RUNNING":
-            p.say(f"the round is over ({game.get('state')})")
+    for _turn in range(drops):
+        if known.get("state") not in (None, "RUNNING"):
+            p.say(f"the round is over ({known.get('state')})")
             break
-        x, why = choose_x(game)
-        p.step(f"call_tool drop {_args_text({'x': x})}    # a {game.get('current')}, {why}")
-        dropped = call("drop", {"x": x})
-        frame = dropped.get("frame") or 0
-        settle = call("wait_for", {"path": "game.moving", "equals": 0, "timeoutMs": 10000})
-        after = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
-        events = [str(e.get("m")) for e in after.get("events", [])
-                  if isinstance(e, dict) and isinstance(e.get("frame"), int) and e["frame"] >= frame
-                  and str(e.get("m", "")).startswith(("merge:", "score:", "gameover"))]
-        p.say(f"applied (command {dropped.get('commandId')}, {dropped.get('confirmation')}); the board "
-              f"settled {'in ' + str(settle.get('elapsedMs')) + ' ms' if settle.get('matched') else 'NOT in time'}; "
-              f"score {after.get('game', {}).get('score')}"
-              + (f"; {', '.join(events)}" if events else ""))
+        x, why = choose_x({"board": board, "columns": len(board[0]) if board else 7, "current": known.get("current")})
+        p.step(f"call_tool drop {_args_text({'x': x})} until {_args_text({'path': 'game.moving', 'equals': 0})}"
+               f"    # a {known.get('current')}, {why}")
+        answer = call("drop", {"x": x}, until=SETTLED)
+        known.update(answer.get("game", {}))
+        if "text" in answer:
+            board = board_from_text(str(answer["text"]))
+        p.say(_move_text(answer, known.get("score")))
+        if "text" in answer:
+            p.say(str(answer["text"]))
 
-    p.step('call_tool screenshot {"name": "demo"}    # finishes some frames after the command')
-    shot = call("screenshot", {"name": "demo"})
-    p.say(f"queued and confirmed ({shot.get('confirmation')}); the file is written some frames later, "
-          "which only wait_for can see:")
-    p.step('call_tool wait_for {"path": "screenshots.pending", "equals": 0}')
-    waited = call("wait_for", {"path": "screenshots.pending", "equals": 0, "timeoutMs": 10000})
+    p.step("call_tool hold, twice    # a move the rules refuse comes back as CommandFailed, with the reason")
+    call("hold")
+    try:
+        call("hold")
+        p.say("(the second hold was accepted)")
+    except BridgeError as exc:
+        p.say(exc.render().splitlines()[0])
+
+    p.step('call_tool screenshot {"name": "demo"} until {"path": "screenshots.pending", "equals": 0}')
+    shot = call("screenshot", {"name": "demo"}, until={"path": "screenshots.pending", "equals": 0, "timeoutMs": 10000})
     final = bridge.run_tool("call_tool", {"port": port, "name": "get_state"})
     path = final.get("screenshots", {}).get("last")
-    p.say(f"matched after {waited.get('elapsedMs')} ms: {path}")
+    p.say(f"{'written' if shot.get('settled') else 'NOT written in time'}: {path}")
     if path and Path(path).is_file():
         p.say(Path(path).read_text(encoding="utf-8").rstrip())
-    else:
-        p.say(f"(no screenshot file at {path!r})")
 
     p.step('call_tool get_state {"summary": true}')
     digest = call("get_state", {"summary": True})
-    p.say(json.dumps({k: v for k, v in digest.items() if k != "port"}, indent=2))
+    p.say(json.dumps({k: v for k, v in digest.items() if k not in ("port", "text")}, indent=2))
 
     p.step(f"stop_instance {{\"port\": {port}}}")
     stopped = bridge.run_tool("stop_instance", {"port": port})
     p.say(f"stopped: {stopped.get('how')} in {stopped.get('stoppedInMs')} ms")
-    out.write(f"\nDone in {time.monotonic() - started:.1f} s. Every step above is a tool an agent calls over MCP; "
-              "`game-bridge-mcp demo --init` writes this gamebridge.json into your directory so "
+    out.write(f"\nDone in {time.monotonic() - started:.1f} s. Every step above is a tool an agent calls over MCP; each "
+              "move was one call_tool that said whether it worked, what it did, what happened and how the board "
+              "looks. `game-bridge-mcp demo --init` writes this gamebridge.json into your directory so "
               "launch_instance works there.\n")
     return digest
 
@@ -247,4 +280,4 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-__all__ = ["build_parser", "choose_x", "declaration", "main", "play", "write_declaration"]
+__all__ = ["board_from_text", "build_parser", "choose_x", "declaration", "main", "play", "write_declaration"]
