@@ -128,7 +128,9 @@ def test_a_commands_answer_repeats_nothing_already_shown() -> None:
     with handmade_game() as game:
         async def main() -> None:
             async with connect(app_for(game.port)) as client:
-                first = data(await call(client, "move", {"dx": 1}))
+                answer = await call(client, "move", {"dx": 1})
+                assert '": ' not in answer.content[0].text and '", "' not in answer.content[0].text  # compact JSON
+                first = data(answer)
                 assert first["screen"] == "PlayScreen" and first["game"]["x"] == 1 and first["game"]["spawned"] == 0
                 assert "tool" not in first and "via" not in first and "frame" not in first  # the agent said those
                 second = data(await call(client, "move", {"dx": 1}))

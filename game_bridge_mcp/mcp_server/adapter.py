@@ -75,7 +75,7 @@ def _dumps_strict(value: Any) -> tuple[str, bool]:
     """The text of a value, and whether it is strict JSON (no NaN or Infinity) so it can
     stand as the structuredContent too."""
     try:
-        return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False), True
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False), True
     except ValueError:
         return _dumps(value), False
 
