@@ -28,7 +28,7 @@ from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
 from ..jsonio import as_int
-from ..manifest.choose import ManifestFile, choose_manifest
+from ..manifest.choose import ManifestFile, RecentMisses, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
 from ..tools import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, RAW_COMMAND, TOOLS, ToolDef, check_arguments, python_name,
                      tool_def)
@@ -55,6 +55,8 @@ class _Instance:
     manifest: Manifest | None = None
     manifest_generation: int = -1
     manifest_key: str | None = None
+    #: Names missing from the manifest after a re-fetch: not re-fetched again for a moment.
+    misses: RecentMisses = field(default_factory=RecentMisses)
 
 
 class Bridge:
@@ -271,9 +273,9 @@ class Bridge:
         if name == "passthrough":
             return listing.passthrough_toolset(target, manifest)
         toolset = manifest.toolset(name)
-        if toolset is None:  # perhaps added by a rebuild: one re-fetch
-            manifest = self.manifest(target, refresh=True)
-            toolset = manifest.toolset(name)
+        if toolset is None:
+            toolset = self._refetch_for(target, "toolset " + name, lambda m: m.toolset(name))
+            manifest = self.manifest(target)
         if toolset is None:
             raise listing.no_such_toolset(target, name, manifest)
         return listing.game_toolset(target, toolset)
@@ -321,9 +323,19 @@ class Bridge:
 
     def _find_tool(self, port: int, name: str) -> ToolSpec | None:
         spec = self.manifest(port).find(name)
-        if spec is None:
-            spec = self.manifest(port, refresh=True).find(name)
-        return spec
+        return spec if spec is not None else self._refetch_for(port, name, lambda m: m.find(name))
+
+    def _refetch_for(self, port: int, name: str, look: Callable[[Manifest], Any]) -> Any:
+        """A name the cached manifest lacks (perhaps added by a rebuild): one re-fetch, unless
+        the same name missed after one a moment ago (passthrough commands miss every time)."""
+        inst = self._instance(port)
+        generation = inst.client.generation
+        if inst.misses.recent(name, generation):
+            return None
+        found = look(self.manifest(port, refresh=True))
+        if found is None:
+            inst.misses.remember(name, generation)
+        return found
 
     def _passthrough(self, port: int, name: str, args: dict[str, Any], *, until: "Until | None" = None) -> dict[str, Any]:
         try:

@@ -21,6 +21,7 @@ import gc
 import inspect
 import json
 import logging
+import time
 from typing import Any, Callable
 
 # Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
@@ -56,6 +57,9 @@ EAGER_PREFIX = "p"
 MAX_CALLS = 64
 #: How often --eager re-reads manifests and looks for new instances.
 EAGER_REFRESH_S = 2.0
+#: A game's manifest that read the same as before is re-read half as often each time, down
+#: to once in this long (a restart is still noticed every cycle, by its frames).
+EAGER_MAX_REREAD_S = 60.0
 
 
 def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
@@ -180,6 +184,9 @@ class BridgeServer:
         self._session: Any = None
         self._token: Any = None
         self._eager_tools: dict[str, tuple[int, str]] = {}
+        #: Per port: when --eager re-reads its manifest next, and the interval it is at.
+        self._rereads: dict[int, tuple[float, float]] = {}
+        self.clock: Callable[[], float] = time.monotonic
         self._manifest_changes_seen = bridge.manifest_changes
         self.recorder: Any = None
         if bridge.config.record is not None:  # --record FILE: a trace of every call (trace/)
@@ -250,16 +257,31 @@ class BridgeServer:
         and announce instances that appeared or went away."""
         before = set(self._eager_tools)
         for port in sorted({p for p, _ in self._eager_tools.values()}):
-            try:
-                self.bridge.manifest(port, refresh=True, timeout_ms=1000)
-            except BridgeError:
-                self.bridge.forget(port)
+            self._reread(port)
         ports_now = {port for port, _ in self.bridge.eager_targets()}
         if ports_now != {p for p, _ in self._eager_tools.values()} or not before:
             self._eager_tool_list()
             if set(self._eager_tools) != before:
                 self._send_tools_changed()
         self._announce_manifest_changes()
+
+    def _reread(self, port: int) -> None:
+        """Re-read one game's manifest when it is due: at once after a change, then half
+        as often each time it reads the same, down to EAGER_MAX_REREAD_S (an unchanged
+        8 MB manifest must not cost CPU every cycle while idle)."""
+        now = self.clock()
+        due, interval = self._rereads.get(port, (now, EAGER_REFRESH_S))
+        if now < due:
+            return
+        changes = self.bridge.manifest_changes
+        try:
+            self.bridge.manifest(port, refresh=True, timeout_ms=1000)
+        except BridgeError:
+            self.bridge.forget(port)
+            self._rereads.pop(port, None)
+            return
+        interval = EAGER_REFRESH_S if self.bridge.manifest_changes != changes else min(2 * interval, EAGER_MAX_REREAD_S)
+        self._rereads[port] = (now + interval, interval)
 
     async def eager_loop(self) -> None:
         while True:

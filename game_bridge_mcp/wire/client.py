@@ -60,6 +60,12 @@ from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepA
 log = logging.getLogger(__name__)
 
 
+#: The longest ``/command`` URL (path and query) sent: the common request-line limit of
+#: HTTP servers (8 KiB less the method and version), so a long argument is the caller's
+#: clear error, not the game's 414.
+MAX_COMMAND_URL = 8000
+
+
 def _count(value: Any) -> int | None:
     """A counter the game reports (``frame``, ``commandId``, ``completedCommandId``): a
     whole number from 0 to 2**53, else None (unknown), so an absurd one (``1e400``, a
@@ -419,6 +425,12 @@ class GameClient:
                 raise BridgeUsageError("An argument may not be called 'cmd': the contract uses that key for the command name.")
             query.append((str(key), _format_arg(value)))
         path = "/command?" + urllib.parse.urlencode(query)
+        if len(path) > MAX_COMMAND_URL:
+            raise BridgeUsageError(
+                f"The arguments of command '{cmd}' make a /command URL of {len(path):,} bytes, over the "
+                f"{MAX_COMMAND_URL:,} the bridge sends (HTTP servers refuse longer request lines, often with "
+                "414 URI Too Long), so nothing was sent. Send less per command: shorten the argument, or split "
+                "it across several commands.", port=self.port, command=cmd, urlBytes=len(path))
         sent = self._clock()
         response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=1024 * 1024)
         arrived = self._clock()
