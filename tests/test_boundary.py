@@ -63,10 +63,11 @@ class Scanner:
             self.seen.update(re.findall(r"([A-Za-z]+):A", text))
 
 
-def test_every_channel_of_a_game_reaches_the_agent_clean(serve: Any) -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_every_channel_of_a_game_reaches_the_agent_clean(serve: Any, eager: bool) -> None:
     game = HostileTextGame()
     peer = serve(routed(game.routes()))  # type: ignore[arg-type]
-    app = BridgeServer(Bridge(Config(port=peer.port, scan=False, registry=False)))
+    app = BridgeServer(Bridge(Config(port=peer.port, scan=False, registry=False, eager=eager)))
     scanner = Scanner()
     calls = [
         ("list_toolsets", {}),
@@ -83,18 +84,20 @@ def test_every_channel_of_a_game_reaches_the_agent_clean(serve: Any) -> None:
         ("call_tool", {"name": "get_screenshot"}),                        # 503 with a reason
         ("list_instances", {}),
     ]
+    if eager:  # the flat tools --eager adds come in by the same door
+        calls += [(f"p{peer.port}_drop", {"x": 1}), (f"p{peer.port}_add", {}), ("get_state", {})]
 
     async def main() -> None:
         async with connect(app) as client:
+            listed = await client.list_tools()
+            scanner.scan("tools/list", dump(listed))
             for name, args in calls:
                 result = await client.call_tool(name, args)
                 scanner.scan(f"{name} {args}", dump(result))
-            listed = await client.list_tools()
-            scanner.scan("tools/list", dump(listed))
     anyio.run(main)
     wanted = {"screen", "uiText", "label", "gameKey", "gameValue", "eventM", "failure", "rejected",
               "commandName", "resultKey", "resultValue", "healthKey", "healthValue", "nested",
-              "eventField", "eventKey", "gameName", "toolDescription", "screenshotReason"}
+              "eventField", "eventKey", "gameName", "gameDescription", "toolDescription", "screenshotReason"}
     assert wanted <= scanner.seen, f"channels that never reached an answer: {sorted(wanted - scanner.seen)}"
 
 

@@ -202,9 +202,12 @@ class RawClient:
         return self.replies.pop(ident)
 
 
-def test_cancelled_calls_over_stdio_do_not_pile_up_threads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sdk_dispatch", [False, True], ids=["fast-path", "sdk-dispatch"])
+def test_cancelled_calls_over_stdio_do_not_pile_up_threads(tmp_path: Path, sdk_dispatch: bool) -> None:
     with FakeGame() as game:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "GAME_BRIDGE_HOME": str(tmp_path / "home")}
+        if sdk_dispatch:  # tools/call through the SDK's request machinery, not the stdio fast path
+            env["GAME_BRIDGE_SDK_DISPATCH"] = "1"
         proc = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp", "--port", str(game.port), "--no-scan",
                                  "--no-registry"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path)
