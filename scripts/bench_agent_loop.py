@@ -80,14 +80,19 @@ def choose_x(board: list[list[Any]], current: Any, columns: int = 7) -> int:
 
 
 def board_from_text(text: str) -> list[list[Any]]:
-    """The board rows of the demo's ``ui.text`` (``|..C....|``, or ``|. . C . . . .|`` in
-    older demos), as piece names."""
-    rows = []
-    for line in text.splitlines():
-        if line.startswith("|") and line.endswith("|"):
-            inner = line[1:-1]
-            cells = inner.split(" ") if " " in inner else list(inner)
-            rows.append([None if c == "." else PIECES[SYMBOLS.index(c)] if c in SYMBOLS else None for c in cells])
+    """The board rows of the demo's ``ui.text`` as piece names: ``..C....`` rows under a
+    folded ``(7 empty rows)``, or, in older demos, ``|..C....|`` or ``|. . C . . . .|``.
+    (Its own reader, not the CLI's: the bench also runs against older checkouts.)"""
+    cells = set(SYMBOLS) | {"."}
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line if line.startswith("(") else line.strip("|").replace(" ", "") for line in lines]
+    width = max((len(line) for line in lines if line and set(line) <= cells), default=7)
+    rows: list[list[Any]] = []
+    for line in lines:
+        if line.startswith("(") and line.endswith("empty rows)"):
+            rows += [[None] * width for _ in range(int(line[1:].split()[0]))]
+        elif line and set(line) <= cells:
+            rows.append([PIECES[SYMBOLS.index(c)] if c in SYMBOLS else None for c in line])
     return rows
 
 

@@ -58,7 +58,8 @@ def test_a_drops_forecast_is_what_then_happens() -> None:
             if landed is None and not game.falling and game.candidates:
                 landed = {"row": game.candidates[0][0], "column": game.candidates[0][1]}
         assert result["framesToSettle"] == frames and result["scoreGained"] == game.score - score
-        assert result["landsAt"] == landed and landed["column"] == int(x) + COLUMNS // 2
+        assert landed is not None and {"row": result["row"], "column": result["column"]} == landed
+        assert landed["column"] == int(x) + COLUMNS // 2
         assert result["merges"] == [f"{m[6:]}->{PIECES[PIECES.index(m[6:]) + 1]}"
                                     for m in events if m.startswith("merge:")]
     assert game.merges > 0  # the sequence merged something, so merges were forecast too
@@ -100,7 +101,7 @@ def test_the_demo_explains_itself() -> None:
     assert tools["click"]["inputSchema"]["properties"]["label"]["enum"] == [
         "Start", "Hold", "Pause", "Resume", "Restart", "Menu"]
     assert bridge.health()["features"] == ["results", "after", "view", "events", "clock", "screenshot"]
-    assert bridge.snapshot()["ui"]["text"] == game.board_text()
+    assert bridge.snapshot()["ui"]["text"] == game.board_text(fold_empty=True)
 
 
 def test_moves_have_results_and_refusals_are_outcomes() -> None:
@@ -120,8 +121,8 @@ def test_moves_have_results_and_refusals_are_outcomes() -> None:
         assert hidden["ok"] is False and "no visible button 'Pause'" in hidden["error"]
         dropped = settled(port, "cmd=drop&x=-3")
         move = result_of(dropped)["result"]
-        assert move["column"] == 0 and move["landsAt"] == {"row": ROWS - 1, "column": 0}
-        assert move["merges"] == [] and move["scoreGained"] == 0 and move["fruit"] == held["current"]
+        assert move["column"] == 0 and move["row"] == ROWS - 1
+        assert move["merges"] == [] and move["scoreGained"] == 0
         # Paused: the board holds still while frames go by...
         frame = dropped["frame"]
         wait_until(lambda: doc(port, "/health")["frame"] > frame + 10)
@@ -130,8 +131,9 @@ def test_moves_have_results_and_refusals_are_outcomes() -> None:
         # ...and stepping settles it in exactly the frames the result said.
         assert step_until_still(port) == move["framesToSettle"]
         board = doc(port, "/state")
-        assert board["game"]["board"][ROWS - 1][0] == move["fruit"]
-        assert board["ui"]["text"].splitlines()[-1].startswith("|" + "CSGOAPHIMW"[PIECES.index(move["fruit"])])
+        assert board["game"]["board"][ROWS - 1][0] == held["current"]
+        assert board["ui"]["text"].splitlines()[-1].startswith("CSGOAPHIMW"[PIECES.index(held["current"])])
+        assert board["ui"]["text"].splitlines()[0] == f"({ROWS - 1} empty rows)"
         paused = result_of(settled(port, "cmd=click&label=Resume"))["result"]
         assert paused == {"screen": "GameScreen", "paused": False}
 

@@ -38,7 +38,7 @@ def test_each_event_is_reported_once_with_its_fields(kind: str) -> None:
                 seen = seqs(first) + seqs(second) + seqs(summary) + seqs(third)
                 assert seen == sorted(set(seen)) and len(seen) >= 3  # each once, in order
                 assert seqs(second) and seqs(third)
-                field = {"kit": "column", "handmade": "x"}[kind]
+                field = {"kit": "frame", "handmade": "x"}[kind]
                 moved = [e for e in second["events"] if field in e]
                 assert moved and isinstance(moved[0][field], int)  # its fields, not only m
                 again = data(await call(client, "get_state", {"summary": True}))

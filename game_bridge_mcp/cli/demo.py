@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -126,11 +127,20 @@ SETTLED = {"path": "game.moving", "equals": 0, "timeoutMs": 10000}
 
 
 def board_from_text(text: str) -> list[list[Any]]:
-    """The demo's ``ui.text`` (``|..C....|`` rows, top first) as rows of fruit names."""
-    rows = []
-    for line in text.splitlines():
-        if len(line) >= 2 and line[0] == "|" and line[-1] == "|":
-            rows.append([PIECES[SYMBOLS.index(c)] if c in SYMBOLS else None for c in line[1:-1].replace(" ", "")])
+    """The demo's ``ui.text`` as rows of fruit names, top row first: rows of one letter a
+    fruit and ``.`` (``..C....``), the empty rows above folded into ``(7 empty rows)``
+    (a bordered ``|. . C . . . .|`` screenshot board reads too)."""
+    cells = set(SYMBOLS) | {"."}
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line if line.startswith("(") else line.strip("|").replace(" ", "") for line in lines]
+    width = max((len(line) for line in lines if line and set(line) <= cells), default=7)
+    rows: list[list[Any]] = []
+    for line in lines:
+        folded = re.fullmatch(r"\((\d+) empty rows?\)", line)
+        if folded:
+            rows += [[None] * width for _ in range(min(int(folded.group(1)), 1000))]
+        elif line and set(line) <= cells:
+            rows.append([PIECES[SYMBOLS.index(c)] if c in SYMBOLS else None for c in line])
     return rows
 
 

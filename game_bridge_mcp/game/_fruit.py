@@ -81,7 +81,7 @@ def rules() -> str:
             "its column full to the top. hold swaps the current fruit with the held one, once per "
             "drop. From the menu, click Start (or call restart). ui.text is the board, top row first, "
             f"one letter a fruit ({', '.join(f'{SYMBOLS[i]} {PIECES[i]}' for i in range(len(PIECES)))}; "
-            "'.' empty); "
+            "'.' empty; the empty rows above the fruit are one line, '(7 empty rows)'); "
             "game.moving is 0 once it has settled. The same seed and the same moves give the "
             "same game.")
 
@@ -185,8 +185,8 @@ class FruitMerge:
         self.pending_drops.append((kind, column))
         self.drops += 1
         self.hold_used = False
-        self.emit(f"drop:{PIECES[kind]}", column=column)
-        return {"fruit": PIECES[kind], "column": column, **self.forecast()}
+        self.emit(f"drop:{PIECES[kind]}")  # where: the command's result says
+        return {"column": column, **self.forecast()}
 
     def hold(self) -> dict[str, Any]:
         self._require_running("hold")
@@ -238,15 +238,14 @@ class FruitMerge:
                             "score": twin.score}
                 break
             if spawned and lands is None and not twin.falling and twin.candidates:
-                row, column = twin.candidates[0]
-                lands = {"row": row, "column": column}
+                lands = twin.candidates[0][0]  # the row it comes to rest in (its column is the drop's)
             if spawned and twin.moving == 0:
                 break
         else:
             return {"note": f"the board is still moving after {FORECAST_FRAMES} frames"}
         merges = [_merge_text(message[len("merge:"):]) for message in seen[mark:]
                   if message.startswith("merge:")]
-        result: dict[str, Any] = {"landsAt": lands, "merges": merges,
+        result: dict[str, Any] = {"row": lands, "merges": merges,
                                   "scoreGained": twin.score - score_before, "framesToSettle": frames}
         if twin.state != "RUNNING":
             result["gameOver"] = True
@@ -262,8 +261,8 @@ class FruitMerge:
             return [{"label": f"Score: {self.score}", "visible": True, "kind": "text"},
                     {"label": "Restart", "visible": True, "kind": "button"},
                     {"label": "Menu", "visible": True, "kind": "button"}]
-        return [{"label": f"Score: {self.score}", "visible": True, "kind": "text"},
-                {"label": "Hold", "visible": not self.paused, "kind": "button"},
+        # (the score is game.score: not a text element too, which would repeat it in every answer)
+        return [{"label": "Hold", "visible": not self.paused, "kind": "button"},
                 {"label": "Pause", "visible": not self.paused, "kind": "button"},
                 {"label": "Resume", "visible": self.paused, "kind": "button"},
                 {"label": "Restart", "visible": self.paused, "kind": "button"},
@@ -378,7 +377,6 @@ class FruitMerge:
             self.grid[first[0]][first[1]] = None
             self.grid[second[0]][second[1]] = None
             self.merges += 1
-            self.emit(f"merge:{PIECES[kind]}")
             if kind + 1 < len(PIECES):
                 self.grid[target[0]][target[1]] = kind + 1
                 made.append(target)
@@ -387,7 +385,7 @@ class FruitMerge:
             else:
                 points = POP_POINTS
             self.score += points
-            self.emit(f"score:+{points}")
+            self.emit(f"merge:{PIECES[kind]}")  # the points: the drop's result and game.score
         self.pending_merges = []
         for column in range(COLUMNS):  # whatever lost its support falls again
             for row in range(ROWS - 2, -1, -1):
@@ -405,9 +403,10 @@ class FruitMerge:
         return (len(self.falling) + len(self.pending_merges) + len(self.pending_drops)
                 + len(self.candidates))
 
-    def board_text(self, *, sep: str = "") -> str:
+    def board_text(self, *, sep: str = "", border: str = "", fold_empty: bool = False) -> str:
         """The board as text, top row first: one letter a fruit (:data:`SYMBOLS`), ``.``
-        empty; ``ui.text`` (compact: an agent reads every character)."""
+        empty. ``ui.text`` is the compact form (no border, and the empty rows above the
+        fruit folded into one line, ``(7 empty rows)``): an agent reads every character."""
         falling = {(p[1], p[2]): p[0] for p in self.falling}
         rows = []
         for row in range(ROWS):
@@ -417,12 +416,16 @@ class FruitMerge:
                 if kind is None:
                     kind = falling.get((row, column))
                 cells.append("." if kind is None else SYMBOLS[kind])
-            rows.append("|" + sep.join(cells) + "|")
+            rows.append(border + sep.join(cells) + border)
+        if fold_empty:
+            empty = next((i for i, row in enumerate(rows) if row.strip(".|") != ""), len(rows))
+            if empty > 1:
+                rows[:empty] = [f"({empty} empty rows)"]
         return "\n".join(rows)
 
     def render(self) -> str:
         """The screen as a text file: a header, then the board (the screenshot command)."""
-        rows = self.board_text(sep=" ").split("\n")
+        rows = self.board_text(sep=" ", border="|").split("\n")
         header = (f"{GAME_NAME}  seed {self.seed}  score {self.score}  {self.state}\n"
                   f"current {PIECES[self.current]}  next {PIECES[self.next]}  "
                   f"held {PIECES[self.held] if self.held is not None else '-'}")
@@ -447,7 +450,7 @@ class FruitMerge:
 
     def to_state(self) -> dict[str, Any]:
         return {
-            "ui": {"screen": self.screen, "elements": self.elements(), "text": self.board_text()},
+            "ui": {"screen": self.screen, "elements": self.elements(), "text": self.board_text(fold_empty=True)},
             "game": {
                 "state": self.state, "score": self.score, "best": max(self.best, self.score),
                 "seed": self.seed, "moving": self.moving,

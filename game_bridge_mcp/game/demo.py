@@ -21,7 +21,7 @@ simulation frames, so a paused board holds still and ``step`` settles it. Every 
 has a result (a drop's says where it will land, what merges and the score it gains,
 worked out on a copy of the board); a move the rules refuse is an ``ok: false``
 outcome. ``ui.screen`` (MenuScreen, GameScreen, GameOverScreen), ``ui.elements`` and
-``ui.text`` (the board as text); events (``merge:cherry``, ``score:+3``);
+``ui.text`` (the board as text); events (``drop:cherry``, ``merge:cherry``);
 ``game.moving``, which settles to 0 some frames after a drop; and ``screenshot``,
 applied at once but only finished (``screenshots.pending`` back to 0, a file written
 into a private directory) some loop frames later, paused or not. ``GET /screenshot``
@@ -98,8 +98,8 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0,
     @bridge.command(toolset="play")
     def drop(x: Annotated[float, Range(-HALF, HALF)]) -> dict[str, Any]:
         """Drop the current fruit at world x; it falls and merges with an equal neighbour
-        where it lands. The main move. The result forecasts the outcome (landsAt, merges,
-        scoreGained, framesToSettle); the board itself moves for some frames after the
+        where it lands. The main move. The result forecasts the outcome (the column and
+        row it comes to rest in, merges, scoreGained, framesToSettle); the board itself moves for some frames after the
         command completes: wait for game.moving to reach 0 (or step a paused game).
 
         Args:
