@@ -20,6 +20,7 @@ one connection when the game allows it, with the same deadline, cap and errors.
 
 from __future__ import annotations
 
+import re
 import select
 import socket
 import threading
@@ -68,7 +69,11 @@ _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 #: Longest status or header line, and most headers, accepted (http.client's limits).
 MAX_LINE = 65536
 MAX_HEADERS = 100
-_RECV_SIZE = 256 * 1024
+#: What one read asks for: a bytes object of this size is allocated (and shrunk) per
+#: read, so above the allocator's mmap threshold (128 KiB) every read would map, fault in
+#: and unmap fresh pages (about 0.1 ms a request). A large body is read straight into one
+#: buffer instead (``exactly``).
+_RECV_SIZE = 64 * 1024
 
 
 class _Malformed(Exception):
@@ -118,8 +123,34 @@ class _AnswerReader:
         self.buffer += chunk
         return True
 
+    def head_block(self) -> bytes:
+        """The status line and headers, up to and including the blank line that ends them
+        (lines end with CRLF or a bare LF), read in as few ``recv`` calls as the answer
+        came in; what arrived so far if the peer closes first (b"" when nothing did)."""
+        scanned = 0
+        buffer = self.buffer
+        while True:
+            start = max(0, scanned - 2)
+            crlf = buffer.find(b"\n\r\n", start)
+            bare = buffer.find(b"\n\n", start)
+            if crlf >= 0 or bare >= 0:
+                cut = min(i for i in (crlf + 3 if crlf >= 0 else -1, bare + 2 if bare >= 0 else -1) if i >= 0)
+                block = bytes(buffer[:cut])
+                del buffer[:cut]
+                return block
+            if len(buffer) - (buffer.rfind(b"\n") + 1) > MAX_LINE:
+                raise _Malformed(f"a line of over {MAX_LINE} bytes")
+            if buffer.count(b"\n") > MAX_HEADERS + 1:
+                raise _Malformed(f"got more than {MAX_HEADERS} headers")
+            scanned = len(buffer)
+            if not self._fill():
+                block = bytes(buffer)
+                buffer.clear()
+                return block
+
     def line(self) -> bytes:
-        """One line with its ending; b"" at EOF (a partial last line is returned as is)."""
+        """One line with its ending (a chunked body's size lines); b"" at EOF (a partial
+        last line is returned as is)."""
         scanned = 0
         while True:
             newline = self.buffer.find(b"\n", scanned)
@@ -198,37 +229,51 @@ class _Head:
 def _read_head(reader: _AnswerReader) -> _Head:
     """The final answer's status and headers (interim 1xx answers are skipped)."""
     while True:
-        status_line = reader.line()
-        if not status_line:
+        block = reader.head_block()
+        if not block:
             if reader.received == 0:
                 raise _NoAnswer()
             raise _Malformed("it ended before a status line")
-        parts = status_line.decode("latin-1").rstrip("\r\n").split(None, 2)
+        text = block.decode("latin-1")
+        if not (text.endswith("\n\n") or text.endswith("\n\r\n")):  # the peer closed inside it
+            raise _Malformed("it ended inside the headers" if "\n" in text else "it ended before a status line")
+        lines = text.split("\n")[:-2]  # the blank line and what follows its newline
+        status_line = lines[0].rstrip("\r")
+        parts = status_line.split(None, 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (len(parts[1]) == 3 and parts[1].isdigit()):
-            raise _Malformed(f"status line {status_line[:60]!r}")
+            raise _Malformed(f"status line {status_line[:60].encode('latin-1')!r}")
+        if len(lines) - 1 > MAX_HEADERS:
+            raise _Malformed(f"got more than {MAX_HEADERS} headers")
+        if max(map(len, lines)) > MAX_LINE:
+            raise _Malformed(f"a line of over {MAX_LINE} bytes")
         version, status = parts[0], int(parts[1])
-        headers: dict[str, str] = {}
-        last: str | None = None
-        count = 0
-        while True:
-            line = reader.line()
-            if line in (b"\r\n", b"\n"):
-                break
-            if not line:
-                raise _Malformed("it ended inside the headers")
-            count += 1
-            if count > MAX_HEADERS:
-                raise _Malformed(f"got more than {MAX_HEADERS} headers")
-            text = line.decode("latin-1").rstrip("\r\n")
-            if text[:1] in (" ", "\t") and last is not None:  # an obsolete folded continuation
-                headers[last] += " " + text.strip()
-                continue
-            name, colon, value = text.partition(":")
-            if colon and name.strip():
-                last = name.strip().lower()
-                headers[last] = value.strip()
+        if "\n " in text or "\n\t" in text:
+            headers = _folded_headers(lines[1:])
+        else:  # the usual head: every header in one pass of one expression
+            headers = {name.strip().lower(): value for name, value in _HEADER.findall(text, len(lines[0]))
+                       if name.strip()}
         if not 100 <= status < 200:
             return _Head(version, status, headers)
+
+
+#: One header line: its name and its value without surrounding blanks (``re.M``).
+_HEADER = re.compile(r"^([^:\r\n]*):[ \t]*(.*?)[ \t]*\r?$", re.M)
+
+
+def _folded_headers(lines: list[str]) -> dict[str, str]:
+    """Headers when some are folded onto continuation lines (obsolete, but accepted)."""
+    headers: dict[str, str] = {}
+    last: str | None = None
+    for raw in lines:
+        line = raw.rstrip("\r")
+        if line[:1] in (" ", "\t") and last is not None:
+            headers[last] += " " + line.strip()
+            continue
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            last = name.strip().lower()
+            headers[last] = value.strip()
+    return headers
 
 
 def _split_url(url: str) -> tuple[str, int, str]:
