@@ -37,7 +37,8 @@ class Sink:
         self.lines: list[dict[str, Any]] = []
         self.changed = threading.Condition()
 
-    def write_line(self, data: bytes) -> None:
+    def write_line(self, data: bytes | list[bytes]) -> None:
+        data = data if isinstance(data, bytes) else b"".join(data)
         assert data.endswith(b"\n") and data.count(b"\n") == 1
         with self.changed:
             self.lines.append(json.loads(data))

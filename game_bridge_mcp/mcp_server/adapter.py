@@ -130,22 +130,37 @@ def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult)
     """The JSON-RPC line answering ``tools/call`` ``ident`` with a value (as
     :func:`result_of` makes it) or a built result (:func:`error_result`): the fields the
     SDK writes for them. A value is encoded once: its text IS its structuredContent."""
-    head = '{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":'
-    if isinstance(outcome, dict):
-        text, structured, strict, image = _result_parts(outcome)
-        if structured and not strict:  # NaN in a host's value: rendered as the SDK renders it
-            return call_result_line(ident, types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structuredContent=outcome, isError=False))
-        blocks = '[{"type":"text","text":' + json.dumps(text, ensure_ascii=False) + "}"
-        if image is not None:
-            blocks += ',{"type":"image","data":"' + base64.b64encode(image.data).decode("ascii") + '","mimeType":' \
-                      + json.dumps(image.mime) + "}"
-        body = '{"content":' + blocks + "]" + (',"structuredContent":' + text if structured else "") + ',"isError":false}'
-    else:
+    return b"".join(call_result_chunks(ident, [outcome]))
+
+
+def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult]) -> list[bytes]:
+    """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
+    empties): a large value is let go as soon as its text is made, and each copy of the
+    text as soon as the next exists, so a 10 MB answer is about two copies at its peak,
+    not five (the value, its text, the escaped text, the line, its bytes)."""
+    outcome = holder.pop()
+    head = ('{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":').encode("utf-8")
+    if not isinstance(outcome, dict):
         dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
-        body = json.dumps(wire, ensure_ascii=False)
-    return (head + body + "}\n").encode("utf-8")
+        return [head + json.dumps(wire, ensure_ascii=False).encode("utf-8") + b"}\n"]
+    text, structured, strict, image = _result_parts(outcome)
+    if structured and not strict:  # NaN in a host's value: rendered as the SDK renders it
+        return call_result_chunks(ident, [types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structuredContent=outcome, isError=False)])
+    del outcome  # structured or not, the text stands for it from here on
+    escaped = json.dumps(text, ensure_ascii=False).encode("utf-8")
+    tail = b"}"
+    if image is not None:
+        tail += (b',{"type":"image","data":"' + base64.b64encode(image.data) + b'","mimeType":'
+                 + json.dumps(image.mime).encode("utf-8") + b"}")
+    chunks = [head, b'{"content":[{"type":"text","text":', escaped, tail, b"]"]
+    del escaped
+    if structured:
+        chunks += [b',"structuredContent":', text.encode("utf-8")]
+    del text
+    chunks.append(b',"isError":false}}\n')
+    return chunks
 
 
 def error_result(exc: BaseException) -> types.CallToolResult:

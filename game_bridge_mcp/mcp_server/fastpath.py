@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Protocol
 
 from .. import polling
-from .adapter import MAX_CALLS, BridgeServer, call_result_line, error_result
+from .adapter import MAX_CALLS, BridgeServer, call_result_chunks, error_result
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -52,7 +52,7 @@ DISABLE_ENV = "GAME_BRIDGE_SDK_DISPATCH"
 
 
 class LineSink(Protocol):
-    def write_line(self, data: bytes) -> None: ...
+    def write_line(self, data: bytes | list[bytes]) -> None: ...
 
 
 def _request_id(value: Any) -> bool:
@@ -156,17 +156,17 @@ class FastPath:
     def _run(self, ident: Any, name: str, arguments: dict[str, Any], progress_token: Any,
              token: polling.CancelToken) -> None:
         try:
-            line: bytes | None = None
+            line: list[bytes] | None = None
             with polling.cancel_scope(token):
                 try:
                     polling.check_cancelled()
-                    value = self.server.dispatch(name, arguments, self._progress(progress_token))
-                    line = call_result_line(ident, value)
+                    holder: list[Any] = [self.server.dispatch(name, arguments, self._progress(progress_token))]
+                    line = call_result_chunks(ident, holder)  # the value is let go once it is text
                 except polling.Cancelled:
                     if not token.cancelled:  # not ours to swallow: report it as what it is
-                        line = call_result_line(ident, error_result(RuntimeError("the call was cancelled")))
+                        line = call_result_chunks(ident, [error_result(RuntimeError("the call was cancelled"))])
                 except Exception as exc:  # every failure becomes a result; the server keeps serving
-                    line = call_result_line(ident, error_result(exc))
+                    line = call_result_chunks(ident, [error_result(exc)])
             if line is not None and not token.cancelled:
                 self.sink.write_line(line)
                 self.answered += 1

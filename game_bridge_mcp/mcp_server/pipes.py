@@ -131,17 +131,20 @@ class Writer:
         finally:
             self.lock.release()
 
-    def write_line(self, data: bytes) -> None:
-        """Write ``data`` (one whole line) from a worker thread, blocking until it is out."""
-        view = memoryview(data)
+    def write_line(self, data: bytes | list[bytes]) -> None:
+        """Write one whole line (given whole or in pieces) from a worker thread, blocking
+        until it is out."""
+        pieces = [data] if isinstance(data, bytes) else data
         with self.lock:
-            while view:
-                try:
-                    written = os.write(self._fd, view)
-                except BlockingIOError:  # a descriptor someone made non-blocking
-                    select.select([], [self._fd], [], 1.0)
-                    continue
-                view = view[written:]
+            while pieces:
+                view = memoryview(pieces.pop(0))
+                while view:
+                    try:
+                        written = os.write(self._fd, view)
+                    except BlockingIOError:  # a descriptor someone made non-blocking
+                        select.select([], [self._fd], [], 1.0)
+                        continue
+                    view = view[written:]
 
     async def flush(self) -> None:
         return None

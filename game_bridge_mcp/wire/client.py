@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping
 
 from .. import polling
 from ..config import port_number
-from ..jsonio import as_int, decode_json
+from ..jsonio import as_int, decode_json, decode_json_taking
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface,
                       ScreenshotUnavailable)
@@ -344,8 +344,12 @@ class GameClient:
         arrived = self._clock()
         if response.status != 200:
             raise NotAGameSurface(self.port, f"returned HTTP {response.status}", path="/state")
-        body = self._json(response, "/state")
-        del response  # the body's bytes are not kept while the document lives
+        holder = [response.body]
+        del response  # the bytes live only in ``holder``: released before the document is built
+        try:
+            body = decode_json_taking(holder)
+        except ValueError as exc:
+            raise NotAGameSurface(self.port, f"answered HTTP 200 with a body that {exc}", path="/state") from None
         if held:
             # Held until the command was done: the answer was made just before it arrived,
             # and the time it took says nothing about what a /state costs.
