@@ -11,8 +11,8 @@ ratios hold on a noisy machine even when the times drift:
   ``/state?after=<id>``. Each is run in Python on a raw socket and as a small C program
   (when a compiler is found); a figure's floor is the faster of the two.
 * **latency**: a 1 kHz and a 60 Hz game, each with the kit's extensions (``after``,
-  ``view``) and without them (the game neither advertises nor honours them), each call
-  started at a random point of the frame. ``bridge`` is ``Bridge(config).run_tool(
+  ``view``) and without them (the game neither advertises nor honours them), each round's
+  calls started at one random point of the frame, the same for every mode (``Pacer``). ``bridge`` is ``Bridge(config).run_tool(
   "call_tool", ...)`` in this process; ``stdio`` is ``tools/call call_tool`` through
   the real server (``python -m game_bridge_mcp --port N --no-scan --no-registry``).
   Requests per call are counted by the game, per mode, in a block of their own.
@@ -228,15 +228,53 @@ def timed(fn: Mode) -> float:
     return own if isinstance(own, float) else wall
 
 
-def interleaved(modes: dict[str, Mode], calls: int, period_s: float, rng: random.Random) -> dict[str, list[float]]:
-    """Each round calls every mode once in a shuffled order, each call started at a random
-    point of the game's frame; times in ms."""
+class Pacer:
+    """Starts calls at a chosen point of the game's frame: it finds a frame's start (the
+    frame in ``/health`` changing between two polls a fifth of a millisecond apart,
+    sleeping meanwhile until just before the start it predicts) and waits ``offset``
+    from there. So every mode of a round starts at the same point of a frame, and the
+    frame's wait, up to a whole frame, falls alike on all of them."""
+
+    def __init__(self, port: int, period_s: float) -> None:
+        self.probe = FloorClient(port)
+        self.period = period_s
+        self.last_start: float | None = None
+
+    def frame(self) -> int:
+        return int(self.probe.json("/health")["frame"])
+
+    def wait(self, offset_s: float) -> None:
+        if self.last_start is not None:
+            ahead = self.last_start + self.period * math.ceil((time.perf_counter() - self.last_start) / self.period)
+            time.sleep(max(0.0, ahead - time.perf_counter() - min(0.001, self.period / 4)))
+        before, seen = self.frame(), time.perf_counter()
+        while True:
+            frame, now = self.frame(), time.perf_counter()
+            if frame != before:
+                break
+            seen = now
+            time.sleep(min(0.0002, self.period / 10))
+        self.last_start = (seen + now) / 2
+        time.sleep(max(0.0, self.last_start + offset_s - time.perf_counter()))
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+def interleaved(modes: dict[str, Mode], calls: int, period_s: float, rng: random.Random,
+                pacer: Pacer | None = None) -> dict[str, list[float]]:
+    """Each round calls every mode once in a shuffled order, each at a random point of
+    the game's frame (with a pacer: the same point for every mode of the round); ms."""
     times: dict[str, list[float]] = {name: [] for name in modes}
     names = list(modes)
     for _ in range(calls):
         rng.shuffle(names)
+        offset = rng.uniform(0, period_s)
         for name in names:
-            time.sleep(rng.uniform(0, period_s))
+            if pacer is not None:
+                pacer.wait(offset)
+            else:
+                time.sleep(rng.uniform(0, period_s))
             times[name].append(timed(modes[name]))
     return times
 
@@ -260,7 +298,10 @@ def floor_modes(floors: Sequence[Any], port: int, ext: bool) -> dict[str, Mode]:
 
 
 def fold_floors(entry: dict[str, Any], times: dict[str, list[float]]) -> None:
-    """``floor`` and ``afterFloor``: the faster implementation's figures (and which)."""
+    """``floor`` and ``afterFloor``: the faster implementation's figures (and which); and
+    for ``bridge`` and ``stdio`` the median of their round-by-round differences from each
+    floor (``over``): the calls of a round started at the same point of a frame, so the
+    difference of a pair is what the mode added, whatever the frame's wait was."""
     for kind, key in (("floor", "floor"), ("after", "afterFloor")):
         found = {name.split(".", 1)[1]: summary(values) for name, values in times.items()
                  if name.startswith(kind + ".")}
@@ -268,6 +309,11 @@ def fold_floors(entry: dict[str, Any], times: dict[str, list[float]]) -> None:
             best = min(found, key=lambda n: found[n]["median"])
             entry[key] = {**found[best], "client": best}
             entry[key + "s"] = found
+            floor = times[f"{kind}.{best}"]
+            for mode in ("bridge", "stdio"):
+                if mode in times:
+                    diffs = [a - b for a, b in zip(times[mode], floor)]
+                    entry.setdefault("over", {}).setdefault(mode, {})[key] = summary(diffs)
 
 
 # =========================================================================== the measurements
@@ -287,7 +333,9 @@ def bench_latency(procs: Procs, args: argparse.Namespace, rng: random.Random, fl
                                   "bridge": lambda p=port: inproc.call(p) and None,
                                   "stdio": lambda p=port: server.call(p)}
         interleaved(modes, max(3, args.calls // 10), 1 / hz, rng)  # warm up: manifests, imports, caches
-        times = interleaved(modes, args.calls, 1 / hz, rng)
+        pacer = Pacer(port, 1 / hz)
+        times = interleaved(modes, args.calls, 1 / hz, rng, pacer)
+        pacer.close()
         entry: dict[str, Any] = {"frameMs": round(1000 / hz, 3), "extensions": not no_ext}
         fold_floors(entry, times)
         entry["bridge"] = summary(times["bridge"])
@@ -323,7 +371,9 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
                                   "bridge": lambda p=port: inproc.call(p) and None,
                                   "stdio": lambda p=port: server.call(p)}
         interleaved(modes, 1, 1 / 60, rng)
-        times = interleaved(modes, calls, 1 / 60, rng)
+        pacer = Pacer(port, 1 / 60)
+        times = interleaved(modes, calls, 1 / 60, rng, pacer)
+        pacer.close()
         entry: dict[str, Any] = {"stateBytes": len(floor.client(port).get("/state")), "calls": calls,
                                  "extensions": variant == "ext", "healthExtension": variant != "plain"}
         fold_floors(entry, times)
@@ -512,6 +562,13 @@ def machine(python: str) -> dict[str, Any]:
 IDLE_OVER_BARE_BEFORE_MB = 14.0
 
 
+def over(entry: dict[str, Any], mode: str, floor: str) -> float:
+    """What ``mode`` adds to ``floor``: the median of the paired differences when there
+    are any (a round's calls start at the same point of a frame), else of the medians."""
+    paired = entry.get("over", {}).get(mode, {}).get(floor)
+    return float(paired["median"]) if paired else float(entry[mode]["median"] - entry[floor]["median"])
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of issue 13: the figure it is judged on, and whether it was met."""
     out = []
@@ -521,11 +578,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"target": target, "value": value, "met": bool(met)})
 
     plain = lat["1 kHz no ext"]
-    gap = plain["stdio"]["median"] - plain["floor"]["median"]
+    gap = over(plain, "stdio", "floor")
     add("stdio, 1 kHz game without extensions: median within 1.0 ms of the floor", f"{gap:+.2f} ms", gap <= 1.0)
     for label in ("1 kHz", "60 Hz"):
         entry = lat[label]
-        gap = entry["stdio"]["median"] - entry["afterFloor"]["median"]
+        gap = over(entry, "stdio", "afterFloor")
         per = entry["perCall"]["stdio"]
         one = per["commands"] == 1.0 and per["stateFetches"] == 1.0 and per["requests"] == 2.0
         add(f"with after, {label}: stdio median within 1.0 ms of the after floor; one /command + one /state",
@@ -552,9 +609,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     add("start-up within 50 ms of a bare SDK server (low-level API, 7 tools)", f"{start['vsLowLevelMs']:+.0f} ms",
         start["vsLowLevelMs"] <= 50)
     mem = results["memory"]
-    over = mem["idleMB"] - mem["bareIdleMB"]
+    extra = mem["idleMB"] - mem["bareIdleMB"]
     add(f"idle resident memory not above today's ({IDLE_OVER_BARE_BEFORE_MB:.0f} MB over a bare SDK server)",
-        f"{over:+.1f} MB over bare", over <= IDLE_OVER_BARE_BEFORE_MB + 1.0)
+        f"{extra:+.1f} MB over bare", extra <= IDLE_OVER_BARE_BEFORE_MB + 1.0)
     return out
 
 
@@ -579,11 +636,14 @@ def table(results: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Times in ms, median / p95 (the floors name the faster client: c or python).")
     lines.append("")
-    lines.append("| confirmed call | floor | after floor | bridge in-process | call_tool over stdio | stdio per call |")
-    lines.append("| --- | --- | --- | --- | --- | --- |")
+    lines.append("| confirmed call | floor | after floor | bridge in-process | call_tool over stdio "
+                 "| stdio over the floor / after floor (paired) | stdio per call |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
     for label, entry in results["latency"].items():
+        gaps = " / ".join(f"{over(entry, 'stdio', key):+.2f}" for key in ("floor", "afterFloor") if entry.get(key))
         lines.append(f"| {label} game | {cell(entry.get('floor'))} | {cell(entry.get('afterFloor'))} | "
-                     f"{cell(entry['bridge'])} | {cell(entry['stdio'])} | {per_call_text(entry['perCall']['stdio'])} |")
+                     f"{cell(entry['bridge'])} | {cell(entry['stdio'])} | {gaps} ms | "
+                     f"{per_call_text(entry['perCall']['stdio'])} |")
     lines.append("")
     lines.append("| /state at 60 Hz | floor | after floor | bridge in-process | call_tool over stdio | stdio per call |")
     lines.append("| --- | --- | --- | --- | --- | --- |")
