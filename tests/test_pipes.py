@@ -142,3 +142,65 @@ def test_streams_only_for_descriptors_the_loop_can_wait_on() -> None:
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+def drain(fd: int, into: bytearray) -> threading.Thread:
+    """Read ``fd`` to EOF in small reads from a thread (a pipe fills up and waits for it)."""
+    def run() -> None:
+        while chunk := os.read(fd, 4096):
+            into.extend(chunk)
+        os.close(fd)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_line_in_pieces_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client woken by the first of several writes finds half a line: small pieces are
+    joined and written with one system call."""
+    import game_bridge_mcp.mcp_server.pipes as pipes
+
+    calls: list[int] = []
+    real_write, real_writev = os.write, getattr(os, "writev", None)
+
+    def write(fd: int, data: Any) -> int:
+        calls.append(len(data))
+        return real_write(fd, data)
+
+    def writev(fd: int, buffers: Any) -> int:
+        calls.append(sum(len(b) for b in buffers))
+        assert real_writev is not None
+        return real_writev(fd, buffers)
+
+    monkeypatch.setattr(pipes.os, "write", write)
+    monkeypatch.setattr(pipes.os, "writev", writev)
+    read_end, write_end = os.pipe()
+    try:
+        pieces = [b'{"id":1,', b'"result":', b'"' + b"x" * 1000 + b'"', b"}\n"]
+        Writer(write_end).write_line(list(pieces))
+        assert calls == [sum(map(len, pieces))]
+        assert os.read(read_end, 4096) == b"".join(pieces)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_line_larger_than_the_pipe_in_pieces_arrives_whole_and_in_order() -> None:
+    """Pieces past the join size go out together (``writev``), however little of them
+    each system call takes."""
+    import game_bridge_mcp.mcp_server.pipes as pipes
+
+    pieces = [bytes([65 + i % 26]) * size for i, size in enumerate([10, 300_000, 7, 500_000, 1])] + [b"\n"]
+    expected = b"".join(pieces)
+    assert len(expected) > pipes.JOIN_BYTES
+    read_end, write_end = os.pipe()
+    got = bytearray()
+    reader = drain(read_end, got)
+    try:
+        Writer(write_end).write_line(list(pieces))
+    finally:
+        os.close(write_end)
+        reader.join(timeout=20)
+    assert not reader.is_alive()
+    assert bytes(got) == expected
