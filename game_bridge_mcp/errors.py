@@ -10,7 +10,8 @@ turn them into results and exit codes.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class BridgeError(Exception):

@@ -26,7 +26,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Collection, Mapping
+from collections.abc import Mapping
+from typing import Callable, Collection
 
 #: Environment variable naming the entries directory itself.
 ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"

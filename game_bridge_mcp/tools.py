@@ -11,8 +11,10 @@ method that takes exactly its arguments, and pin what a client sees (a snapshot)
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import BridgeUsageError
 
@@ -220,6 +222,7 @@ def tool_def(name: str) -> ToolDef | None:
     return _BY_NAME.get(name)
 
 
+@functools.lru_cache(maxsize=256)  # a handful of names, on every call
 def python_name(argument: str) -> str:
     """An argument's spec name in Python spelling: ``timeoutMs`` -> ``timeout_ms``."""
     return "".join("_" + ch.lower() if ch.isupper() else ch for ch in argument)

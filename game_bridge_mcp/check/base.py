@@ -17,7 +17,8 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TextIO, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TextIO, TypeGuard
 
 from ..jsonio import as_int, decode_json
 from ..wire.transport import HEALTH_MAX_BYTES, HttpResponse, Opener, TransportError, loopback_opener

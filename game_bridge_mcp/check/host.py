@@ -14,7 +14,7 @@ import http.client
 import ipaddress
 import time
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from .base import FAIL, PASS, SKIP, WARN, CheckSession, show_value
 from ..wire.transport import HEALTH_MAX_BYTES, TransportError

@@ -13,7 +13,8 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import FAIL, PASS, SKIP, WARN, CheckSession, is_int, show_value
 from ..wire.transport import HEALTH_MAX_BYTES, TransportError

@@ -38,7 +38,8 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, TextIO
 
 from .base import FAIL, PASS, SKIP, WARN, Line, Target
 from .clock import ClockChecks

@@ -19,7 +19,8 @@ import os
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config

@@ -23,7 +23,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Sequence, TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from .._version import __version__
 from ..config import build_parser, configure_logging, parse_cli

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 WRAPPER = "game_bridge_mcp.game.pygame"
 

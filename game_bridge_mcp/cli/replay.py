@@ -17,7 +17,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 from ..config import Config, OptionError, OptionParser
 from ..launch.declaration import apply_project_config

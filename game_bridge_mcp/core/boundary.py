@@ -19,7 +19,8 @@ fields; they need not strip anything.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from ..manifest.sanitise import is_clean, strip_hidden
 

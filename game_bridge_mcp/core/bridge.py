@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 from ..wire.client import GameClient
 from .boundary import clean_answer, clean_error, clean_progress

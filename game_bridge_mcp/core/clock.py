@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .. import polling
 from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed, CommandTimeout,

@@ -10,7 +10,8 @@ discovery. ``only`` names the games it suits (matched against the manifest's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Protocol
 
 from .. import polling
 from ..errors import BridgeUsageError

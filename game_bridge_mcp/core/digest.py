@@ -8,7 +8,8 @@ and leaves out nested arrays and objects, which is where megabyte entity lists l
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..manifest.sanitise import sanitise_text
 

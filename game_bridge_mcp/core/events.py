@@ -11,7 +11,8 @@ the game advertises it, else from ``/state``. Every value shown goes through
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from ..wire.client import GameClient
 from ..wire.events import NewEvents, seq_of

@@ -6,7 +6,8 @@ Bridge fetches (and caches) the manifest, these shape the answer an agent reads.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 from .composites import Composite
 from ..errors import BridgeUsageError

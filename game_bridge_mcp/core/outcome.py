@@ -10,7 +10,8 @@ Pure; never raises on what a game sends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..jsonio import as_int
 from ..manifest.sanitise import kind_of, sanitise_text

@@ -12,7 +12,8 @@ corrected). :func:`declared_scan_ports` is the declaration's ``portRange`` for
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 from ..config import Config
 from ..errors import BridgeUsageError, GameOffline

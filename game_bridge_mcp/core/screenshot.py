@@ -30,7 +30,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BridgeUsageError
 from ..paths import SCREENSHOT_KEEP, KeepRule, prune_files, screenshot_dir

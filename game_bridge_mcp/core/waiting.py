@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .. import polling
 from .digest import digest_keeps, event_text, get_path, json_equal

@@ -34,7 +34,8 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Collection
 
 from ..config import parse_port_spec
 from ..listeners import listeners, user_name

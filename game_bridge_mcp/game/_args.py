@@ -26,7 +26,8 @@ import math
 import re
 import typing
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 #: Python type -> JSON Schema type name used in the manifest.
 TYPE_NAMES: dict[type, str] = {int: "integer", float: "number", bool: "boolean", str: "string"}

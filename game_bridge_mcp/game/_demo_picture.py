@@ -15,7 +15,8 @@ and on the menu and game-over screens a banner with the button to press.
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Optional, Protocol
 
 from .image import Pixels
 

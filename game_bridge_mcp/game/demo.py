@@ -38,7 +38,8 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Sequence
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from .._version import __version__
 from ._args import Arg, Range

@@ -49,7 +49,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Callable, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, Callable, TypeVar
 
 from ._kit import loop as _loop
 from ._args import Arg, spec_from_function

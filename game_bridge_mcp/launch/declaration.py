@@ -20,7 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import Config
 from ..errors import BridgeError, BridgeUsageError

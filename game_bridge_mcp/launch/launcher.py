@@ -32,7 +32,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Mapping, NoReturn
+from collections.abc import Mapping
+from typing import Any, Callable, NoReturn
 
 from . import parent, procs
 from .capture import LOG_CAP_BYTES, TailReader, open_log_file, prune_logs

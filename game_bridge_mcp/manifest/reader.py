@@ -23,7 +23,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..errors import BridgeUsageError
 from ..tools import BRIDGE_TOOL_NAMES

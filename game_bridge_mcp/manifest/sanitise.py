@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: Caps on manifest text, in characters.
 DESCRIPTION_LIMIT = 1000

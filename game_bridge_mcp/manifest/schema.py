@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .sanitise import (
     ARG_DESCRIPTION_LIMIT,

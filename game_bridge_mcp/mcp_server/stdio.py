@@ -17,7 +17,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread

@@ -20,7 +20,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import port_number
 from ..jsonio import FileProblem, as_int, decode_json, read_capped

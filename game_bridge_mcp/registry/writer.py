@@ -20,7 +20,8 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import port_number
 from ..jsonio import as_int

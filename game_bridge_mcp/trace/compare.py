@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterable
 
 #: What differs between two runs of the same session and says nothing about the game.
 DEFAULT_IGNORE: tuple[str, ...] = (

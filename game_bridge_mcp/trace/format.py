@@ -32,7 +32,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 FORMAT = "game-bridge-trace"
 VERSION = 1

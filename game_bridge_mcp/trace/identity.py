@@ -11,7 +11,8 @@ it read from a trace, it launches from the project's own ``gamebridge.json``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BridgeError
 

@@ -14,7 +14,8 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .._version import __version__
 from ..errors import BridgeError

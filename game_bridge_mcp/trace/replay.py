@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from ..errors import BridgeError, GameOffline, NotAGameSurface
 from .compare import Difference, IgnoreRules, differences

@@ -17,7 +17,8 @@ import base64
 import html
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 from .reader import Call
 from .compare import IgnoreRules

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable, Iterable
 
 from ..config import Config, check_port
 from ..core.bridge import Bridge

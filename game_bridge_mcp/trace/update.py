@@ -12,7 +12,8 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .._version import __version__
 from .format import answer_fields, dumps, header, jsonable

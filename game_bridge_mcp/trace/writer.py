@@ -16,7 +16,8 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .format import FORMAT, dumps, header
 

@@ -42,7 +42,8 @@ import math
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .. import polling
 from ..config import port_number

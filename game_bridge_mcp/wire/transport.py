@@ -26,7 +26,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from .. import polling
 

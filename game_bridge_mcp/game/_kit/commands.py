@@ -17,7 +17,8 @@ import logging
 import queue
 import threading
 import urllib.parse
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .._args import ArgumentError, CommandSpec, check_name, convert_query
 from .outcomes import Outcomes, Pending, error_text, failure, success

@@ -12,7 +12,8 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: Events ``/events`` can still return (the ring).
 DEFAULT_EVENT_BUFFER = 1024

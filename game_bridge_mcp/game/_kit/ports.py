@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 #: Default environment variable read by :func:`debug_port_from_argv`.
 DEBUG_PORT_ENV = "GAME_BRIDGE_DEBUG_PORT"

@@ -21,7 +21,8 @@ import json
 import math
 import uuid
 from pathlib import PurePath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: ``ui.text`` is cut to this many characters (the extensions page says "about 4000").
 UI_TEXT_LIMIT = 4000

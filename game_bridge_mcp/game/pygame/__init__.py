@@ -22,7 +22,8 @@ A game may add its own state without depending on the wrapper being there::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from ._runner import main
 

@@ -29,7 +29,8 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from ..kit import GameBridge
 from ._input import Devices

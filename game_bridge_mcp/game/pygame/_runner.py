@@ -23,7 +23,8 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..._version import __version__
 from .._kit.clock import START_PAUSED_ENV
