@@ -147,3 +147,10 @@ def test_the_table_names_every_figure() -> None:
                    "serialised", "start-up", "resident memory", "peak 70.0 MB", "| target |", "(c)"):
         assert needle in text, needle
     assert text.count("| yes |") + text.count("| NO |") == len(results["targets"])
+    # A newcomer reads what the targets are before the rows: ratios set on 2 CPUs, and a NO
+    # elsewhere is information, with the figure and the target beside it.
+    assert text.startswith(bench.READING)
+    assert "2-CPU machine" in bench.READING and "NO" in bench.READING
+    assert text.index("Targets (set on 2 CPUs") < text.index("| target | measured | met |")
+    for target in results["targets"]:
+        assert f"| {target['target']} | {target['value']} |" in text
