@@ -328,10 +328,13 @@ def bench_latency(procs: Procs, args: argparse.Namespace, rng: random.Random, fl
     inproc = InProcess(ports, child_env())
     server = StdioServer(procs, ports[0], args.server_python, cwd=HOME, env=child_env())
     server.initialize()
+    before = before_server(procs, args, ports[0])
     for (label, hz, no_ext), port in zip(GAMES, ports):
         modes: dict[str, Mode] = {**floor_modes(floors, port, not no_ext),
                                   "bridge": lambda p=port: inproc.call(p) and None,
                                   "stdio": lambda p=port: server.call(p)}
+        if before is not None:
+            modes["stdio.before"] = lambda p=port, b=before: b.call(p)
         interleaved(modes, max(3, args.calls // 10), 1 / hz, rng)  # warm up: manifests, imports, caches
         pacer = Pacer(port, 1 / hz)
         times = interleaved(modes, args.calls, 1 / hz, rng, pacer)
@@ -343,9 +346,37 @@ def bench_latency(procs: Procs, args: argparse.Namespace, rng: random.Random, fl
         block = max(3, min(args.calls // 4, 40))
         entry["perCall"] = {"bridge": counted(modes["bridge"], port, block, 1 / hz, rng),
                             "stdio": counted(modes["stdio"], port, block, 1 / hz, rng)}
+        fold_before(entry, times, modes, port, block, 1 / hz, rng)
         out[label] = entry
     procs.reap(server.proc)
+    if before is not None:
+        procs.reap(before.proc)
     return out
+
+
+def before_server(procs: Procs, args: argparse.Namespace, port: int) -> StdioServer | None:
+    """With ``--before CHECKOUT``: that checkout's server, to measure over stdio beside this one."""
+    if not args.before:
+        return None
+    env = child_env()
+    env["PYTHONPATH"] = args.before + os.pathsep + env["PYTHONPATH"]
+    server = StdioServer(procs, port, args.server_python, cwd=HOME, env=env)
+    server.initialize()
+    return server
+
+
+def fold_before(entry: dict[str, Any], times: dict[str, list[float]], modes: dict[str, Mode], port: int,
+                block: int, period_s: float, rng: random.Random) -> None:
+    """``before``: the ``--before`` server's figures over stdio, paired with the floors."""
+    if "stdio.before" not in times:
+        return
+    found: dict[str, Any] = {"stdio": summary(times["stdio.before"]), "over": {}}
+    for key in ("floor", "afterFloor"):
+        if entry.get(key):
+            floor = times[f"{key.replace('Floor', '')}.{entry[key]['client']}"]
+            found["over"][key] = summary([a - b for a, b in zip(times["stdio.before"], floor)])
+    found["perCall"] = counted(modes["stdio.before"], port, block, period_s, rng)
+    entry["before"] = found
 
 
 def size_label(kb: int, variant: str) -> str:
@@ -363,6 +394,7 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
     ports = start_games(procs, [spec for _, _, spec in specs])
     server = StdioServer(procs, ports[0], args.server_python, cwd=HOME, env=child_env())
     server.initialize()
+    before = before_server(procs, args, ports[0])
     inproc = InProcess(ports, child_env())
     floor = PyFloor()  # the floor decodes the state, as the bridge must without view
     for (kb, variant, spec), port in zip(specs, ports):
@@ -370,6 +402,8 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
         modes: dict[str, Mode] = {**floor_modes([floor], port, variant == "ext"),
                                   "bridge": lambda p=port: inproc.call(p) and None,
                                   "stdio": lambda p=port: server.call(p)}
+        if before is not None:
+            modes["stdio.before"] = lambda p=port, b=before: b.call(p)
         interleaved(modes, 1, 1 / 60, rng)
         pacer = Pacer(port, 1 / 60)
         times = interleaved(modes, calls, 1 / 60, rng, pacer)
@@ -382,9 +416,12 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
         block = max(2, min(calls, 10))
         entry["perCall"] = {name: counted(modes[name], port, block, 1 / 60, rng)
                             for name in ("floor.python", "bridge", "stdio")}
+        fold_before(entry, times, modes, port, block, 1 / 60, rng)
         out[size_label(kb, variant)] = entry
     floor.close()
     procs.reap(server.proc)
+    if before is not None:
+        procs.reap(before.proc)
     return out
 
 
@@ -650,16 +687,25 @@ def table(results: dict[str, Any]) -> str:
     lines.append("| --- | --- | --- | --- | --- | --- | --- |")
     for label, entry in results["latency"].items():
         gaps = " / ".join(f"{over(entry, 'stdio', key):+.2f}" for key in ("floor", "afterFloor") if entry.get(key))
+        stdio, per = cell(entry['stdio']), per_call_text(entry['perCall']['stdio'])
+        before = entry.get("before")
+        if before:
+            stdio += f"; before {cell(before['stdio'])}"
+            gaps += "; before " + " / ".join(f"{before['over'][key]['median']:+.2f}" for key in before["over"])
+            per += f"; before {per_call_text(before['perCall'])}"
         lines.append(f"| {label} game | {cell(entry.get('floor'))} | {cell(entry.get('afterFloor'))} | "
-                     f"{cell(entry['bridge'])} | {cell(entry['stdio'])} | {gaps} ms | "
-                     f"{per_call_text(entry['perCall']['stdio'])} |")
+                     f"{cell(entry['bridge'])} | {stdio} | {gaps} ms | {per} |")
     lines.append("")
     lines.append("| /state at 60 Hz | floor | after floor | bridge in-process | call_tool over stdio | stdio per call |")
     lines.append("| --- | --- | --- | --- | --- | --- |")
     for label, entry in results["sizes"].items():
+        stdio, per = cell(entry['stdio'], 1), per_call_text(entry['perCall']['stdio'])
+        before = entry.get("before")
+        if before:
+            stdio += f"; before {cell(before['stdio'], 1)}"
+            per += f"; before {per_call_text(before['perCall'])}"
         lines.append(f"| {label} ({fmt_bytes(entry['stateBytes'])}) | {cell(entry.get('floor'), 1)} | "
-                     f"{cell(entry.get('afterFloor'), 1)} | {cell(entry['bridge'], 1)} | {cell(entry['stdio'], 1)} | "
-                     f"{per_call_text(entry['perCall']['stdio'])} |")
+                     f"{cell(entry.get('afterFloor'), 1)} | {cell(entry['bridge'], 1)} | {stdio} | {per} |")
     lines.append("")
     inst = results["instances"]
     lines.append(f"instances: {inst['instances']} at 60 Hz from one Bridge, per call "
@@ -709,10 +755,17 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--server-python", default=sys.executable,
                         help="interpreter that runs the MCP servers (e.g. .venv1/bin/python for mcp 1.x)")
     parser.add_argument("--no-c-floor", action="store_true", help="do not build the C floor client")
+    parser.add_argument("--before", default="", metavar="CHECKOUT",
+                        help="also measure that checkout's server over stdio (latency and sizes), e.g. a "
+                             "`git worktree add` of an older commit")
     parser.add_argument("--only", default="", help="comma-separated sections to run (latency,sizes,instances,"
                         "memory,startup); targets need them all")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.before:
+        args.before = os.path.abspath(args.before)
+        if not (Path(args.before) / "game_bridge_mcp" / "__main__.py").is_file():
+            parser.error(f"--before {args.before}: no game_bridge_mcp package there (give a checkout's root)")
     if os.sep in args.server_python:
         args.server_python = os.path.abspath(args.server_python)  # servers run in a temporary directory
     if args.quick:

@@ -154,3 +154,9 @@ def test_the_table_names_every_figure() -> None:
     assert text.index("Targets (set on 2 CPUs") < text.index("| target | measured | met |")
     for target in results["targets"]:
         assert f"| {target['target']} | {target['value']} |" in text
+    # --before CHECKOUT: that server's stdio figures beside this one's, paired with the floors.
+    results["latency"]["1 kHz"]["before"] = {"stdio": {**summary, "median": 3.76}, "perCall": per_call,
+                                             "over": {"floor": {**summary, "median": 2.69}}}
+    results["sizes"]["1 KB"]["before"] = {"stdio": {**summary, "median": 9.5}, "perCall": per_call, "over": {}}
+    text = bench.table(results)
+    assert "before 3.76" in text and "before +2.69" in text and "before 9.5" in text
