@@ -231,7 +231,8 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
 
     p.step(f"stop_instance {{\"port\": {port}}}")
     stopped = bridge.run_tool("stop_instance", {"port": port})
-    p.say(f"stopped: {stopped.get('how')} in {stopped.get('stoppedInMs')} ms")
+    p.say(f"stopped: {stopped.get('how')} in {stopped.get('stoppedInMs')} ms"
+          + ("" if stopped.get("stopped", True) else f"; NOT all of it: {stopped.get('message')}"))
     out.write(f"\nDone in {time.monotonic() - started:.1f} s. Every step above is a tool an agent calls over MCP; each "
               "move was one call_tool that said whether it worked, what it did, what happened and how the board "
               "looks. `game-bridge-mcp demo --init` writes this gamebridge.json into your directory so "

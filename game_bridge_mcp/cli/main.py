@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from .._version import __version__
 from ..config import build_parser, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
+from ..launch.guarantees import warn_once
 from ..launch.parent import become_subreaper, restore_sigchld
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
@@ -48,6 +49,7 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
     _load_project(parsed.config, sys.stderr)
     if sys.stdin.isatty():
         sys.stderr.write(TERMINAL_HINT)
+    warn_once(sys.stderr)  # what cannot be guaranteed here (psutil missing), once
     try:
         from ..mcp_server.stdio import start_stdio_server
     except ModuleNotFoundError as exc:
@@ -92,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args and args[0] in SUBCOMMANDS:
             command, rest = args[0], args[1:]
+            if command != "pygame" and not {"-h", "--help", "-v", "--version"} & set(rest):
+                warn_once(sys.stderr)  # each of these may launch a game: say what cannot be guaranteed
             if command == "call":
                 from .call import main as call_main
                 return call_main(rest)

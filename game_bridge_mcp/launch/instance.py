@@ -257,7 +257,8 @@ class Instance:
         the listening socket (the game itself, when the command is a shell or a build
         tool), ``("foreign", None)`` when something else does (the game died and a
         stranger took the port), ``("none", None)`` when nothing listens, and
-        ``("unknown", None)`` where it cannot be told."""
+        ``("unknown", None)`` where it cannot be told (also without psutil, when the
+        listener is not the launched process: its descendants cannot be found then)."""
         found = listeners.listener(self.port)
         tables = found is not None or listeners.can_tell()
         if tables and found is None:
@@ -266,7 +267,8 @@ class Instance:
             pid = listeners.holder(self.port, [r.pid for r in self.tree.live(marker_scan=marker_scan)], found)
             if pid is not None:
                 return "ours", pid
-        return ("foreign" if tables else "unknown"), None
+        # Without psutil the tree is only its first process: a listener outside it may be ours.
+        return ("foreign" if tables and procs.psutil is not None else "unknown"), None
 
     def listener_pid(self) -> int | None:
         """The pid in the tree that listens on the port; None if none does (or it

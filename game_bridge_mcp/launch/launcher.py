@@ -429,8 +429,14 @@ class Launcher:
                 result["note"] = note
             if survivors:
                 result["survivors"] = [ref.pid for ref in survivors]
-                result["message"] = (f"Processes {result['survivors']} survived SIGKILL (probably stuck "
-                                     "in the kernel); they hold no port lock any more.")
+                result["message"] = (
+                    f"Processes {result['survivors']} are still running and no signal could reach them: "
+                    "nothing here proves those pids still belong to the launched game (psutil is not "
+                    "installed and this system has no pidfds), so they were left alone; end them yourself "
+                    "if they are the game's. They hold no port lock any more."
+                    if how == procs.NOT_SIGNALLED else
+                    f"Processes {result['survivors']} survived SIGKILL (probably stuck "
+                    "in the kernel); they hold no port lock any more.")
             self._forget(inst)
             if not self.launched_ports():  # the last one: what double-forked away goes too
                 self._monitor.reap_strays(term_s=term_s)

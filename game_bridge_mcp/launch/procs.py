@@ -6,7 +6,10 @@ to someone else's editor. So every process the launcher may signal is remembered
 :func:`send_signal`, which opens a pidfd (``os.pidfd_open``) first and then checks the
 creation time: a match proves the pidfd holds the very process that was recorded, and
 ``signal.pidfd_send_signal`` cannot reach anyone else. Where pidfds do not exist, psutil's
-(pid, create_time) check is used, which leaves only a tiny window.
+(pid, create_time) check is used, which leaves only a tiny window. Without psutil (a
+vendored copy), the state and creation time are read from ``/proc/<pid>/stat`` where there
+is one, so a zombie still counts as gone and a reused pid as a stranger; what else is lost
+then is said at start by :mod:`.guarantees`.
 
 A launched tree is found three ways, because each misses something:
 
@@ -65,20 +68,60 @@ class ProcRef:
     create_time: float
 
 
-def ref_for(pid: int) -> ProcRef | None:
-    """The identity of the process now holding ``pid`` (None if there is none)."""
-    if psutil is None or pid <= 0:
+def _proc_stat(pid: int) -> tuple[str, float] | None:
+    """Without psutil, on Linux: ``(state letter, creation time)`` from ``/proc/<pid>/stat``,
+    the creation time computed as psutil computes it (boot time plus start ticks), so the
+    two agree. None where it cannot be read (no such process, or no ``/proc``)."""
+    global _BOOT_TIME
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        if _BOOT_TIME is None:
+            with open("/proc/stat", "rb") as f:
+                _BOOT_TIME = next(float(line.split()[1]) for line in f if line.startswith(b"btime"))
+        return fields[0].decode("ascii", "replace"), _BOOT_TIME + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
         return None
+
+
+_BOOT_TIME: float | None = None
+
+
+def ref_for(pid: int) -> ProcRef | None:
+    """The identity of the process now holding ``pid`` (None if there is none, or where
+    neither psutil nor ``/proc`` can tell)."""
+    if pid <= 0:
+        return None
+    if psutil is None:
+        found = _proc_stat(pid)
+        return None if found is None else ProcRef(pid, found[1])
     try:
         return ProcRef(pid, psutil.Process(pid).create_time())
     except (psutil.Error, OSError):
         return None
 
 
+def has_pidfds() -> bool:
+    """Whether this system signals through pidfds (Linux 5.3 and later)."""
+    return _HAS_PIDFD
+
+
+def identity_provable() -> bool:
+    """Whether a recorded process can be told from a stranger given its pid later (psutil,
+    or Linux's ``/proc``): without it a pid is all the bridge knows."""
+    return psutil is not None or _proc_stat(os.getpid()) is not None
+
+
 def _matches(pid: int, create_time: float) -> bool:
-    """True when ``pid`` is alive, not a zombie, and was created at ``create_time``."""
+    """True when ``pid`` is alive, not a zombie, and was created at ``create_time`` (a
+    ``create_time`` of 0 is a ref made where no creation time could be read: then only
+    alive and not a zombie, as far as can be told)."""
     if psutil is None:
-        try:
+        found = _proc_stat(pid)
+        if found is not None:
+            state, ctime = found
+            return state not in "ZX" and (create_time <= 0 or abs(ctime - create_time) <= _CTIME_TOLERANCE)
+        try:  # no /proc either: a zombie cannot be told from a live process here
             os.kill(pid, 0)
         except ProcessLookupError:
             return False
@@ -115,8 +158,14 @@ def send_signal(ref: ProcRef, sig: int) -> bool:
             return False
         finally:
             os.close(fd)
-    if psutil is None:  # pragma: no cover - without psutil there is no identity check
-        return False
+    if psutil is None:  # no pidfds: os.kill right after the /proc identity check, as psutil does
+        if ref.create_time <= 0 or _proc_stat(ref.pid) is None or not _matches(ref.pid, ref.create_time):
+            return False  # nothing proves the pid is still the recorded process
+        try:
+            os.kill(ref.pid, sig)
+            return True
+        except OSError:
+            return False
     try:
         proc = psutil.Process(ref.pid)
         if abs(proc.create_time() - ref.create_time) > _CTIME_TOLERANCE:
@@ -340,33 +389,44 @@ def wait_gone(refs: Iterable[ProcRef], timeout_s: float, *, interval_s: float = 
         interval_s = min(interval_s * 1.5, 0.1)
 
 
+#: ``reap_tree``'s how when processes were alive but no signal could reach any of them.
+NOT_SIGNALLED = "not signalled"
+
+
 def reap_tree(tree: Tree, *, term_s: float, kill_s: float = 1.0) -> tuple[str | None, list[ProcRef]]:
     """Terminate every live process of ``tree``, then kill what is left.
 
-    Returns ``(how, survivors)``: how is None when nothing was alive, ``"terminated"``
-    when SIGTERM sufficed, ``"killed"`` when SIGKILL was needed."""
+    Returns ``(how, survivors)``, and how says only what happened: None when nothing was
+    alive (or what was alive exited before any signal reached it), ``"terminated"`` when
+    SIGTERM was delivered and sufficed, ``"killed"`` when SIGKILL was delivered (survivors
+    then outlived it), :data:`NOT_SIGNALLED` when processes live on that no signal could
+    reach (nothing proves their pids are still the launched ones)."""
     targets = tree.live()
     if not targets:
         return None, []
-    tree.signal(signal.SIGTERM, targets)
+    sent = tree.signal(signal.SIGTERM, targets)
     if hasattr(signal, "SIGCONT"):  # a stopped process cannot act on SIGTERM until continued
         tree.signal(signal.SIGCONT, targets)
     survivors = wait_gone(targets, term_s)
     # Anything that appeared meanwhile (a child spawned while handling SIGTERM) counts too.
     survivors = list({ref.pid: ref for ref in [*survivors, *tree.live()]}.values())
     if not survivors:
-        return "terminated", []
+        return ("terminated" if sent else None), []
     kill = getattr(signal, "SIGKILL", signal.SIGTERM)
+    killed = 0
     for _ in range(3):  # a process may fork while dying; sweep again
-        tree.signal(kill, survivors)
+        killed += tree.signal(kill, survivors)
         survivors = wait_gone(survivors, kill_s)
         survivors = list({ref.pid: ref for ref in [*survivors, *tree.live()]}.values())
         if not survivors:
             break
+    if survivors and not killed:
+        log.warning("processes %s could not be signalled", [ref.pid for ref in survivors])
+        return NOT_SIGNALLED, survivors
     if survivors:
         log.warning("processes survived SIGKILL: %s", [ref.pid for ref in survivors])
-    return "killed", survivors
+    return ("killed" if killed else "terminated" if sent else None), survivors
 
 
-__all__ = ["MARKER_KEY", "ProcRef", "Tree", "descendants", "find_marked", "group_members", "marker_value",
-           "is_alive", "reap_tree", "ref_for", "send_signal", "signal_group", "wait_gone"]
+__all__ = ["MARKER_KEY", "NOT_SIGNALLED", "ProcRef", "Tree", "descendants", "find_marked", "group_members", "marker_value",
+           "has_pidfds", "identity_provable", "is_alive", "reap_tree", "ref_for", "send_signal", "signal_group", "wait_gone"]

@@ -27,6 +27,7 @@ from mcp.server.stdio import stdio_server
 from ..config import Config, configure_logging
 from ..core.bridge import Bridge
 from ..core.composites import Composite
+from ..launch.guarantees import warn_once
 from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .fastpath import DISABLE_ENV, FastPath
@@ -78,6 +79,7 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
     configure_logging(config.environ)
     restore_sigchld()  # before anything is launched (the subreaper is the entry point's: cli/main.py)
+    warn_once(sys.stderr)  # psutil missing: say what cannot be guaranteed (once; cli/main.py may have)
     bridge = Bridge(config, composites=composites)
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
