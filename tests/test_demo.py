@@ -339,6 +339,42 @@ def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatc
     assert "FAIL" not in result.getvalue()
 
 
+def test_demo_init_keeps_its_screenshots_in_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The game that --init's declaration launches writes its screenshots beside the
+    declaration (./screenshots), not into a shared temporary directory."""
+    import io
+
+    from game_bridge_mcp.config import Config
+    from game_bridge_mcp.core.bridge import Bridge
+    from game_bridge_mcp.launch.declaration import apply_project_config
+    from peers.kitfakes import child_env, free_port
+
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert demo_main(["--init", "--hz", "500"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    path = project / "gamebridge.json"
+    doc = json.loads(path.read_text())
+    port = free_port()
+    doc["launch"]["portRange"] = f"{port}-{port}"
+    path.write_text(json.dumps(doc))
+    monkeypatch.chdir(tmp_path)  # the bridge runs elsewhere: the path is the declaration's, not the bridge's
+    config = Config(config_file=path, environ=child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")}))
+    apply_project_config(config)
+    bridge = Bridge(config)
+    try:
+        launched = bridge.run_tool("launch_instance", {})
+        shot = bridge.run_tool("call_tool", {"port": launched["port"], "name": "screenshot", "arguments": {"name": "board"},
+                                             "until": {"path": "screenshots.pending", "equals": 0, "timeoutMs": 10000}})
+        assert shot.get("settled") is True, shot
+        last = bridge.run_tool("call_tool", {"port": launched["port"], "name": "get_state"})["screenshots"]["last"]
+        assert Path(last) == project / "screenshots" / "board.txt"
+        assert "Fruit Merge  seed" in Path(last).read_text()
+        assert bridge.run_tool("stop_instance", {"port": launched["port"]})["how"] == "closed cleanly"
+    finally:
+        bridge.shutdown()
+
+
 def test_demo_usage_errors() -> None:
     import io
 

@@ -9,7 +9,8 @@ the move worked, what it did, what happened and how the board looks), prints wha
 happened, and stops the instance.
 
 ``game-bridge-mcp demo --init`` instead writes that ``gamebridge.json`` into the
-current directory, so ``launch_instance`` works there from any MCP client.
+current directory, so ``launch_instance`` works there from any MCP client; the game it
+launches writes its screenshots into ``./screenshots`` there.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from ..config import OptionError, OptionParser
 from ..errors import BridgeError
 
 DECLARATION = "gamebridge.json"
+#: Where the game launched from ``demo --init``'s declaration writes its screenshots:
+#: beside the declaration, in the project (relative to its cwd), not a shared temp dir.
+SCREENSHOTS = "screenshots"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Launch the bundled demo game through the bridge, play a short round "
                                  "and print what happened; or --init a gamebridge.json for it here.")
     parser.add_argument("--init", action="store_true",
-                        help=f"write a {DECLARATION} for the demo game into the current directory and exit")
+                        help=f"write a {DECLARATION} for the demo game into the current directory and exit "
+                             f"(the game it launches keeps its screenshots in ./{SCREENSHOTS})")
     parser.add_argument("--force", action="store_true", help=f"with --init, replace an existing {DECLARATION}")
     parser.add_argument("--seed", type=int, default=7, help="the round's seed (default 7)")
     parser.add_argument("--drops", type=int, default=8, help="how many fruit to drop (default 8)")
@@ -258,12 +263,13 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         out.write(build_parser().format_help())
         return 0
     if ns.init:
-        try:
-            path = write_declaration(Path.cwd(), hz=ns.hz, force=ns.force)
+        try:  # its screenshots go into the project too (relative to the declaration's cwd)
+            path = write_declaration(Path.cwd(), hz=ns.hz, force=ns.force, screenshot_dir=Path(SCREENSHOTS))
         except (FileExistsError, OSError) as exc:
             err.write(f"game-bridge-mcp demo --init: {exc}\n")
             return 2
-        out.write(f"Wrote {path}.\nFrom this directory, launch_instance starts the demo game; try:\n"
+        out.write(f"Wrote {path}.\nFrom this directory, launch_instance starts the demo game (its screenshots "
+                  f"go into {path.parent / SCREENSHOTS}); try:\n"
                   "  game-bridge-mcp call launch_instance --keep    (then: game-bridge-mcp call close --port <port>)\n"
                   "or register the bridge with your MCP client (claude mcp add game-bridge -- game-bridge-mcp)\n"
                   "and ask the agent to play a round.\n")

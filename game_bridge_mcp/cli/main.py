@@ -70,10 +70,12 @@ environment:
   GAME_BRIDGE_MANIFEST      tool manifest file for games without GET /tools
   GAME_BRIDGE_CONFIG        launch declaration file
   GAME_BRIDGE_INSTANCES     instance registry directory
-  GAME_BRIDGE_HOME          parent of the registry directory (instances/) and port locks
+  GAME_BRIDGE_HOME          where the bridge writes: instances/, locks/, logs/, screenshots/
+                            (default ~/.game-bridge)
   GAME_BRIDGE_LOG           log level on stderr (default WARNING)
   GAME_BRIDGE_RECORD        append every tool call to this trace file (as --record)
   GAME_BRIDGE_SCREENSHOTS   where get_screenshot keeps its copies
+  GAME_BRIDGE_SDK_DISPATCH  1: every call through the SDK's dispatch (no fast path)
 
 exit codes: """ + exit_codes_text() + "\n"
 

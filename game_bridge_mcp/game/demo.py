@@ -167,8 +167,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-padding-kb", type=int, default=0, metavar="N",
                         help="add about N KiB of entity objects to /state (benchmarks)")
     parser.add_argument("--screenshot-dir", type=Path, default=None,
-                        help="where the screenshot command writes its files (default: a new private "
-                             "directory in the temp dir)")
+                        help="where the screenshot command writes its files, relative to the working "
+                             "directory (default: a new private directory in the temp dir)")
     parser.add_argument("--start", action="store_true",
                         help="start a round at once instead of showing the menu")
     parser.add_argument("--no-register", action="store_true",
@@ -185,7 +185,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    game = FruitMerge(args.seed, screenshot_dir=args.screenshot_dir)
+    # A relative --screenshot-dir is the game's working directory's (a declaration's cwd):
+    # made absolute once, so the paths the state reports mean the same to every reader.
+    shots = args.screenshot_dir.absolute() if args.screenshot_dir is not None else None
+    game = FruitMerge(args.seed, screenshot_dir=shots)
     bridge = build(game, register=not args.no_register, padding_kb=args.state_padding_kb)
     if args.start:
         game.new_round()
