@@ -103,10 +103,10 @@ def test_the_demo_program_serves_its_picture(tmp_path: Path) -> None:
         answer = json.loads(get(demo.port, "/command?cmd=screenshot&name=board")[2])
         wait_completed(demo.port, answer["commandId"])
         deadline = time.monotonic() + 10
-        while not (tmp_path / "shots" / "board.txt").exists():
+        shot = tmp_path / "shots" / "board.txt"
+        while not (shot.exists() and "Fruit Merge" in shot.read_text()):  # created first, then written
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        assert "Fruit Merge" in (tmp_path / "shots" / "board.txt").read_text()
         get(demo.port, "/command?cmd=close")
         assert demo.wait(10) == 0
 

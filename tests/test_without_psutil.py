@@ -126,7 +126,8 @@ def test_launcher_stops_say_what_happened_without_psutil(tmp_path: Path, launche
     assert "survivors" not in stopped
     stubborn = launchers(write_declaration(tmp_path / "stubborn", "--ignore-close", "--ignore-term"))
     stopped = stubborn.stop(stubborn.launch()["port"], grace_ms=200)
-    assert (stopped["how"], stopped["stopped"], stopped["exitCode"]) == ("killed", True, -signal.SIGKILL)
+    assert (stopped["how"], stopped["stopped"]) == ("killed", True)  # SIGKILL was sent, and it sufficed
+    assert stopped["exitCode"] in (None, -signal.SIGKILL)  # None: not yet collectable when the answer was made
 
 
 def test_no_pidfds_and_no_proc_a_stop_reports_not_signalled(tmp_path: Path, launchers: LauncherFactory,
