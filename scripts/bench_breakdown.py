@@ -14,7 +14,8 @@ the same point of a frame (``bench.Pacer``), so each difference below is paired:
   it adds over in-process is the MCP layer: reading the line, the hand-off to a worker
   thread, encoding and writing the answer.
 
-The MCP layer is then split with calls that reach no game: ``ping`` (a line in, a line out,
+The MCP layer is then split with calls that reach no game: a bare Python process that
+reads a line and writes one (the least any stdio server costs), ``ping`` (a line in, a line out,
 no tool) and ``tools/call list_instances`` with nothing to list (the whole tool path), each
 over both servers and in-process. Finally the in-process pieces are timed on their own
 (encoding a result, building a digest, one thread hand-off) and ``cProfile`` lists the
@@ -46,6 +47,14 @@ import bench  # noqa: E402  (puts the checkout on sys.path)
 from bench_clients import FloorClient, InProcess, Procs, StdioServer  # noqa: E402
 
 Mode = Callable[[], Any]
+
+#: The least a Python stdio server can do: read a line, decode it, write an answer line.
+ECHO_SERVER = (
+    "import json, sys\n"
+    "for line in sys.stdin.buffer:\n"
+    "    message = json.loads(line)\n"
+    "    sys.stdout.buffer.write(json.dumps({'jsonrpc': '2.0', 'id': message.get('id'), 'result': {}}).encode() + b'\\n')\n"
+    "    sys.stdout.buffer.flush()\n")
 
 
 def median_ms(values: Sequence[float]) -> float:
@@ -132,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fast = StdioServer(procs, ports[0], sys.executable, cwd=bench.HOME, env=env)
         sdk = StdioServer(procs, ports[0], sys.executable, cwd=bench.HOME,
                           env={**env, "GAME_BRIDGE_SDK_DISPATCH": "1"})
+        echo = StdioServer(procs, ports[0], sys.executable, cwd=bench.HOME, env=env,
+                           argv=[sys.executable, "-c", ECHO_SERVER])
         for server in (fast, sdk):
             server.initialize()
         floor_clients = {port: FloorClient(port) for port in ports}
@@ -155,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 entry[f"{server}: over the floor"] = paired(times, server, "floor")
             results[label] = entry
         layer: dict[str, Mode] = {
+            "a line in and out of a bare Python process": lambda: echo.request("ping", {}),
             "ping, fast path": lambda: fast.request("ping", {}),
             "ping, SDK dispatch": lambda: sdk.request("ping", {}),
             "list_instances in-process": lambda: inproc.bridge.run_tool("list_instances", nothing),
