@@ -1,4 +1,4 @@
-"""The bridge's use of ``after`` and ``view`` (extensions.md), counted by the game.
+"""The bridge's use of ``after`` and ``view`` (the contract's extensions), counted by the game.
 
 Against the hand-made reference game (written from the spec alone) and the kit: a game
 that advertises ``after`` is sent the command and ONE held ``/state?after=<id>``; one that

@@ -4,7 +4,7 @@ view, input; events, clock and screenshot have their own modules).
 Why this module exists: a bridge that reads ``features`` believes them: it takes
 ``commandResults`` as the truth about a command, holds a request on ``after`` instead of
 polling, and builds its digest from ``view=digest``. A game that advertises a feature it
-does not implement as ``extensions.md`` writes it breaks the bridge in ways that look
+does not implement as the contract's extensions describe it breaks the bridge in ways that look
 like the bridge's fault, so each advertised feature is tried here, without knowing
 anything about the game beyond its harmless command (``noop`` or ``--command``).
 """
@@ -28,7 +28,7 @@ DONE_WAIT_MS = 2000
 #: The conventions' sizes: what list_toolsets and the digest show at most.
 DESCRIPTION_CHARS = 2000
 UI_TEXT_CHARS = 4000
-#: The input commands and the argument names extensions.md gives them.
+#: The input commands and the argument names the contract's extensions give them.
 INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action"), "text": ("text",)}
 
 
@@ -263,11 +263,11 @@ class FeatureChecks(CheckSession):
                 problems.append(f"'{name}' has no argument{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
                                 f"(it has {', '.join(sorted(have)) or 'none'})")
         if problems:
-            self.report(FAIL, "input: the commands are not as extensions.md names them", *problems,
+            self.report(FAIL, "input: the commands are not as the contract's extensions name them (README: Any engine)", *problems,
                         "key {key, action, frames}, mouse {x, y, button, action}, text {text}.")
             return
         self.report(PASS, "input: key {key, action, frames}, mouse {x, y, button, action} and text {text} are "
-                          "published with the spec's argument names")
+                          "published with the contract's argument names")
 
 
 def _good_entry(entry: Any) -> bool:

@@ -38,7 +38,7 @@ from .events import answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
 
-#: The environment variable that starts a game paused (extensions.md, ``clock``).
+#: The environment variable that starts a game paused (the contract's extensions, ``clock``).
 START_PAUSED_ENV = "GAME_BRIDGE_START_PAUSED"
 #: ``advance``'s bounds: ``step`` takes 1 to 10000 frames, and so does advance.
 MAX_ADVANCE_FRAMES = 10_000

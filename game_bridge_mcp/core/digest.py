@@ -17,7 +17,7 @@ MAX_EVENTS = 10
 MAX_STRING = 300
 MAX_FIELDS = 64
 MAX_LABELS = 50
-#: ``ui.text``, the text picture of the screen (extensions.md: at most about 4000).
+#: ``ui.text``, the text picture of the screen (the contract's extensions: at most about 4000).
 MAX_UI_TEXT = 4000
 #: A value the game supplies for the agent to read (a command's ``result``, an event's
 #: fields): containers are cut at this depth and this many entries, then the whole at
@@ -156,7 +156,7 @@ def bounded(value: Any, budget: int) -> tuple[Any, bool]:
     return text[: max(1, budget - 1)] + "…", True
 
 
-#: The top-level keys a game's ``/state?view=digest`` keeps whole (extensions.md); inside
+#: The top-level keys a game's ``/state?view=digest`` keeps whole (the contract's extensions); inside
 #: ``game`` it keeps only the scalar values.
 DIGEST_VIEW_KEYS = frozenset({"frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults"})
 

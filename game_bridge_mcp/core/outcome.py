@@ -1,4 +1,4 @@
-"""What a confirmed command did, from ``/state`` ``commandResults`` (extensions.md ``results``).
+"""What a confirmed command did, from ``/state`` ``commandResults`` (the contract's extensions ``results``).
 
 Why a module of its own: the bridge must say truthfully whether a command worked, and a
 game's list can be missing, rolled past the command, or malformed. :func:`command_outcome`

@@ -1,7 +1,7 @@
 """Per-port locks shared by every bridge of this user, so two launches never pick one port.
 
 "Bind, release, bind again later" is not a claim: eight bridges choosing at once that way
-collided every time (RELIABILITY_NOTES). So a launcher holds an exclusive ``flock`` on
+collided every time (measured when this was written). So a launcher holds an exclusive ``flock`` on
 ``<registry home>/locks/port-<n>.lock`` while it probes a port and for as long as the
 instance it launched lives. The kernel drops the lock when its holder dies, even by
 SIGKILL, so nothing goes stale; the files themselves are never deleted (deleting a

@@ -20,7 +20,7 @@ from typing import Any
 
 #: Caps on manifest text, in characters.
 DESCRIPTION_LIMIT = 1000
-GAME_DESCRIPTION_LIMIT = 2000  # /tools game.description: the rules (extensions.md)
+GAME_DESCRIPTION_LIMIT = 2000  # /tools game.description: the rules (the contract's extensions)
 ARG_DESCRIPTION_LIMIT = 500
 IDENTITY_LIMIT = 200  # game.name, game.version
 EXAMPLE_LIMIT = 200

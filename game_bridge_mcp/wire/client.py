@@ -27,7 +27,7 @@ applying the command, with a few tiny requests, without hammering a game whose
   game between calls (a fresh loopback connection costs about as much again as the
   request); see ``transport.KeepAliveSession``.
 
-A game that advertises ``after`` (extensions.md) is not polled at all: the command, then
+A game that advertises ``after`` (the contract's extensions) is not polled at all: the command, then
 one ``/state?after=<commandId>&waitMs=<what is left>``, which the game answers once the
 command is done; with ``view``, that answer is only the digest when that is all the
 caller needs (see :meth:`GameClient._confirm_held`).
@@ -200,7 +200,7 @@ class GameClient:
         self.health_cost_s = 0.0
         #: Does it apply commands between frames (so a frame need not be waited for)?
         self.applies_between_frames = False
-        #: The extensions the game advertises in ``/health`` ``features`` (extensions.md),
+        #: The extensions the game advertises in ``/health`` ``features`` (the contract's extensions),
         #: learned from every /health answer; None until one has been read.
         self.features: frozenset[str] | None = None
         #: Advertised extensions the game was caught breaking (an ``after`` answered early
@@ -331,7 +331,7 @@ class GameClient:
         """``GET /state`` as a dict (a game that answers something else breaks the contract).
 
         ``digest``: the digest is all the caller needs, so a game that advertises ``view``
-        is asked for ``view=digest`` (extensions.md); others answer the whole state."""
+        is asked for ``view=digest`` (the contract's extensions); others answer the whole state."""
         if digest and self.features is None:
             self.learn_features(timeout_ms=timeout_ms)  # once per generation: may it be asked?
         view = digest and self.uses("view")
@@ -406,7 +406,7 @@ class GameClient:
                           parse_window(response.headers.get("x-game-window")))
 
     def events_page(self, since: int, limit: int, *, timeout_ms: int | None = None) -> Page:
-        """``GET /events?since=&limit=`` (extensions.md ``events``), checked (wire/events.py)."""
+        """``GET /events?since=&limit=`` (the contract's extensions ``events``), checked (wire/events.py)."""
         path = f"/events?since={int(since)}&limit={int(limit)}"
         response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=DEFAULT_MAX_BYTES)
         if response.status != 200:
@@ -567,7 +567,7 @@ class GameClient:
 
     def _confirm_held(self, cmd: str, command_id: int, queued_frame: int | None, deadline: float,
                       total_ms: int, answer: dict, digest: bool) -> dict | None:
-        """``after`` (extensions.md): ``/state?after=<id>&waitMs=<what is left>``, asked
+        """``after`` (the contract's extensions): ``/state?after=<id>&waitMs=<what is left>``, asked
         again only when it was held for all of ``waitMs``. None when the game broke the
         rule (answered early without the command, or without ``completedCommandId``):
         the caller confirms by polling, and the feature is not used again until restart.
