@@ -257,29 +257,27 @@ def wait_until(poll: Callable[[int | None], Mapping[str, Any]], watch: Watch, *,
     already in hand (the one a command was confirmed in), observed before any fetch."""
     total_ms = DEFAULT_WAIT_MS if timeout_ms is None else min(int(timeout_ms), MAX_WAIT_MS)
     started = time.monotonic()
-    deadline = started + total_ms / 1000.0
-    interval = 0.001
+    deadline = polling.Deadline(total_ms / 1000.0, start=started)
     polls = 0
     last: Mapping[str, Any] = first if first is not None else {}
     if first is not None and watch.observe(first):
         return Waited(True, first, 0, 0, total_ms)
-    while True:
-        remaining = None if polls == 0 and first is None else max(1, math.ceil((deadline - time.monotonic()) * 1000))
+
+    def look() -> bool | None:
+        nonlocal polls, last
+        remaining = None if polls == 0 and first is None else deadline.remaining_ms()
         try:
             state = poll(remaining)
         except GameOffline:
-            if (polls or first is not None) and time.monotonic() >= deadline:
-                break  # a poll cut short by the wait's own deadline: not matched
+            if (polls or first is not None) and deadline.expired:
+                return False  # a poll cut short by the wait's own deadline: not matched
             raise
         polls += 1
         last = state
-        if watch.observe(state):
-            break
-        now = time.monotonic()
-        if now >= deadline:
-            break
-        interval = min(interval * 1.5, max(0.025, 2 * poll_cost_s()))
-        polling.sleep(min(interval, max(0.0, deadline - now)))
+        return True if watch.observe(state) else None
+
+    # 1.5 ms, growing by half each time, to at most every other fetch's worth of time.
+    polling.poll_until(look, deadline, first_s=0.0015, max_s=lambda: max(0.025, 2 * poll_cost_s()))
     return Waited(watch.matched, last, polls, int((time.monotonic() - started) * 1000), total_ms)
 
 

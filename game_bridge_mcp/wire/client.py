@@ -7,30 +7,12 @@ the state it returns is genuinely the world after the command. Without
 ``completedCommandId`` it waits for ``frame`` to advance by two and says so
 (``confirmation: "frames-advanced"``).
 
-How it polls (adaptive, so a confirmation arrives within about a millisecond of the game
-applying the command, with a few tiny requests, without hammering a game whose
-``/state`` is megabytes):
-
-* **When to ask.** The game applies a queued command on its next frame, so the client
-  learns when this game's frames start (:class:`~game_bridge_mcp.frames.FrameClock`, fed
-  the ``frame`` of every answer) and sleeps until just before the next one instead of
-  polling meanwhile; around the predicted start it polls back to back for a moment.
-  Until a game's frames are learned (or when a game stalls and a prediction proves
-  wrong) it polls at once, then at intervals growing from 0.2 ms to 2 ms.
-* **What to ask.** If the game publishes ``completedCommandId`` in ``/health`` (the game
-  kit does), it polls the tiny ``/health`` and fetches ``/state`` once, when the command
-  is done. Otherwise, once the game's frames are known to advance, or when ``/state`` is
-  expensive (its last fetch took 2 ms or more), it polls ``/health`` until a frame after
-  the command's (and after the last ``/state``) has begun, and only then fetches
-  ``/state``; a cheap ``/state`` of a game not yet learned is polled directly.
-* **How to ask.** Requests go over kept-alive connections that the client keeps for the
-  game between calls (a fresh loopback connection costs about as much again as the
-  request); see ``transport.KeepAliveSession``.
-
-A game that advertises ``after`` (the contract's extensions) is not polled at all: the command, then
-one ``/state?after=<commandId>&waitMs=<what is left>``, which the game answers once the
-command is done; with ``view``, that answer is only the digest when that is all the
-caller needs (see :meth:`GameClient._confirm_held`).
+How it polls is described for users in the README ("How a command is confirmed"); in
+code: ``_confirm`` runs the loop, ``_frame_plan`` and ``_next_wait`` decide when to ask
+(from :class:`~game_bridge_mcp.wire.frames.FrameClock`, which explains how a game's frame
+starts are learned), ``_next_state`` what to ask (``/health`` or ``/state``), and
+``transport.KeepAliveSession`` how (kept-alive connections). A game that advertises
+``after`` is asked once instead (``_confirm_held``).
 """
 
 from __future__ import annotations
