@@ -22,10 +22,9 @@ baseline, any recent event counts.
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import polling
