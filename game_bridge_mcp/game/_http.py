@@ -146,6 +146,11 @@ class _Headers:
     def get_all(self, name: str) -> list[str]:
         return list(self._values.get(name.lower(), ()))
 
+    def continue_last(self, name: str, text: str) -> None:
+        """Append an obsolete folded continuation line to ``name``'s last value."""
+        values = self._values[name]
+        values[-1] = values[-1] + " " + text
+
 
 class _BadRequest(Exception):
     def __init__(self, status: int, message: str) -> None:
@@ -221,8 +226,7 @@ class _Handler(socketserver.StreamRequestHandler):
             if text[:1] in (" ", "\t"):
                 if last is None:
                     raise _BadRequest(400, "a header continuation line without a header")
-                values = headers._values[last]
-                values[-1] = values[-1] + " " + text.strip()
+                headers.continue_last(last, text.strip())
                 continue
             name, colon, value = text.partition(":")
             if not colon or not name or name != name.strip():

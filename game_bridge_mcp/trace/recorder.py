@@ -124,7 +124,7 @@ class Recorder:
             self.writer.write(record)
         except Exception as error:  # noqa: BLE001 - recording never breaks a call
             log.debug("could not record a call", exc_info=True)
-            self.writer._fail(f"a call could not be recorded ({type(error).__name__}: {error})")
+            self.writer.fail(f"a call could not be recorded ({type(error).__name__}: {error})")
 
     def _summariser(self) -> Callable[[Any], dict[str, Any]]:
         if self._summarise is None:

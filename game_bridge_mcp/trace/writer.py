@@ -50,7 +50,8 @@ class TraceWriter:
     def failed(self) -> bool:
         return self._failed
 
-    def _fail(self, what: str) -> None:
+    def fail(self, what: str) -> None:
+        """Stop recording, saying why once on stderr (the calls themselves go on)."""
         if not self._failed:
             self._failed = True
             self._warn(f"game-bridge-mcp: warning: not recording to {self.path}: {what}. "
@@ -66,23 +67,23 @@ class TraceWriter:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
                          | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            self._fail(f"cannot open it ({exc.strerror or exc})")
+            self.fail(f"cannot open it ({exc.strerror or exc})")
             return None
         self._fd = fd
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
-            self._fail("it is not a regular file")
+            self.fail("it is not a regular file")
             return None
         os.set_blocking(fd, True)
         try:
             if os.fstat(fd).st_size == 0:
                 self._write_line(header(self._recorder, self._bridge_version))
             elif not self._is_trace():
-                self._fail("it exists and is not a game-bridge trace (its first line does not name "
+                self.fail("it exists and is not a game-bridge trace (its first line does not name "
                            f"the format {FORMAT!r}); give a new file")
                 return None
         except OSError as exc:
-            self._fail(f"cannot write it ({exc.strerror or exc})")
+            self.fail(f"cannot write it ({exc.strerror or exc})")
             return None
         return self._fd
 
@@ -114,7 +115,7 @@ class TraceWriter:
                 self.lines_written += 1
                 return True
             except (OSError, ValueError, TypeError, RecursionError) as exc:
-                self._fail(f"cannot write it ({getattr(exc, 'strerror', None) or exc})")
+                self.fail(f"cannot write it ({getattr(exc, 'strerror', None) or exc})")
                 return False
 
     def _close_fd(self) -> None:
