@@ -355,6 +355,9 @@ def test_demo_init_keeps_its_screenshots_in_the_project(tmp_path: Path, monkeypa
     assert demo_main(["--init", "--hz", "500"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
     path = project / "gamebridge.json"
     doc = json.loads(path.read_text())
+    assert "--screenshot-dir" in doc["launch"]["argv"]
+    # From a checkout the child gets the directory that holds the package on its path, not the package itself.
+    assert doc["launch"]["env"]["PYTHONPATH"] == str(Path(__file__).resolve().parents[1])
     port = free_port()
     doc["launch"]["portRange"] = f"{port}-{port}"
     path.write_text(json.dumps(doc))

@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _package_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    """The directory that holds the package (a checkout, or site-packages)."""
+    return Path(__file__).resolve().parent.parent.parent
 
 
 def declaration(*, hz: float = 60.0, screenshot_dir: Path | None = None) -> dict[str, Any]:
