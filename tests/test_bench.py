@@ -7,31 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
+from script_runs import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "scripts" / "bench.py"
-MARK = "GB_BENCH_TEST_MARK"
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def marked(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == token and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
 
 
 def scratch_dirs(tmp: Path) -> set[Path]:
@@ -41,18 +27,11 @@ def scratch_dirs(tmp: Path) -> set[Path]:
 def test_quick_mode_reports_every_figure_and_reaps_its_processes(tmp_path: Path) -> None:
     # The run gets a temporary directory of its own, so other runs on the machine
     # (another checkout's suite) cannot make its scratch-directory check fail.
-    token = uuid.uuid4().hex
-    env = dict(os.environ, **{MARK: token}, TMPDIR=str(tmp_path))
+    env = dict(os.environ, TMPDIR=str(tmp_path))
     env.pop("GAME_BRIDGE_PORT", None)
-    try:
-        run = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True,
-                             text=True, env=env, timeout=230, cwd=ROOT)
-    finally:
-        leftovers = marked(token)
-        for proc in leftovers:
-            proc.kill()
+    run, leftovers = run_script("bench.py", "--quick", "--json", timeout=230, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert leftovers == [], [p.cmdline() for p in leftovers]
+    assert leftovers == []
     assert scratch_dirs(tmp_path) == set()  # the run's scratch directory is removed
     results = json.loads(run.stdout)
 

@@ -4,40 +4,16 @@ child and in-process kit games, and leaves no process behind. No timing is asser
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import uuid
-from pathlib import Path
 
-import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "scripts" / "bench_kit.py"
-MARK = "GB_BENCH_KIT_MARK"
+from script_runs import run_script
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def marked(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == token and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
 def test_quick_mode_reports_every_figure_and_reaps_the_demo() -> None:
-    token = uuid.uuid4().hex
-    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True, text=True,
-                          timeout=110, env=dict(os.environ, **{MARK: token}), cwd=str(ROOT))
-    leftovers = marked(token)
-    for proc in leftovers:
-        proc.kill()
+    done, leftovers = run_script("bench_kit.py", "--quick", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     assert leftovers == []
     report = json.loads(done.stdout)

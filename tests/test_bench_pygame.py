@@ -6,40 +6,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-MARK = "GB_BENCH_PYGAME_MARK"
+from script_runs import run_script
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def marked(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == token and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
 @pytest.mark.parametrize("script, prefix", [("bench_pygame.py", "gb-pygamebench-"),
                                             ("bench_screenshot.py", "gb-shotbench-")])
-def test_quick_mode_leaves_no_scratch_directory(script: str, prefix: str) -> None:
-    before = set(Path(tempfile.gettempdir()).glob(prefix + "*"))
-    token = uuid.uuid4().hex
+def test_quick_mode_leaves_no_scratch_directory(script: str, prefix: str, tmp_path: Path) -> None:
+    # A temporary directory of the run's own: another suite running on the machine (or the
+    # other parameter) cannot add or remove scratch directories under it meanwhile.
     args = ["--quick", "--json"] + (["--only", "http"] if script == "bench_screenshot.py" else [])
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], capture_output=True,
-                          text=True, timeout=110, env=dict(os.environ, **{MARK: token}), cwd=str(ROOT))
+    done, leftovers = run_script(script, *args, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     if script == "bench_pygame.py":
@@ -50,5 +32,5 @@ def test_quick_mode_leaves_no_scratch_directory(script: str, prefix: str) -> Non
         assert {r["size"] for r in report["screenshot"]["rows"] if r["window"] == "1920x1080"} == {
             "768x432", "1568x882"}
         assert report["input"]["rows"][0]["medianFrames"] >= 1  # never before the frame that read it
-    assert marked(token) == []
-    assert set(Path(tempfile.gettempdir()).glob(prefix + "*")) == before
+    assert leftovers == []
+    assert list(tmp_path.glob(prefix + "*")) == []

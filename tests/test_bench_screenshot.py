@@ -4,37 +4,16 @@ against real games and leaves no process behind. No timing is asserted."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import uuid
-from pathlib import Path
 
-import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "scripts" / "bench_screenshot.py"
-MARK = "GB_BENCH_SHOT_MARK"
+from script_runs import run_script
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def marked(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == token and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
 def test_quick_mode_reports_every_figure_and_reaps_its_games() -> None:
-    token = uuid.uuid4().hex
-    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--json"], capture_output=True, text=True,
-                          timeout=110, env=dict(os.environ, **{MARK: token}), cwd=str(ROOT))
+    done, leftovers = run_script("bench_screenshot.py", "--quick", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     encode = report["encode"]["rows"]
@@ -58,4 +37,4 @@ def test_quick_mode_reports_every_figure_and_reaps_its_games() -> None:
         assert row["medianMs"] > 0 and row["httpMs"] > 0 and row["bytes"] > 0
         assert row["readImageMs"] >= 0 and row["changedMs"] >= 0 and row["saveMs"] >= 0 and row["mcpResultMs"] > 0
     assert {row["size"] for row in bridge if row["game"] == "star_catcher 1920x1080"} == {"768x432", "1568x882"}
-    assert marked(token) == []
+    assert leftovers == []
