@@ -26,11 +26,11 @@ import dataclasses
 import inspect
 import logging
 import threading
-import urllib.parse
 from typing import Any, Callable, Optional
 
 from . import image
 from ._http import Answer, json_bytes
+from ._kit.query import parse as parse_query
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +64,7 @@ def parse_limits(query: str) -> Limits:
     """``maxWidth`` / ``maxHeight`` from a query string. Raises ValueError naming the
     parameter when one is not a whole number from 1 to :data:`image.MAX_SIDE` or is
     given twice."""
-    try:
-        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, max_num_fields=50)
-    except ValueError as exc:
-        raise ValueError(f"the query string cannot be read: {exc}") from None
-    params: dict[str, str] = {}
-    for key, value in pairs:
-        if key in params:
-            raise ValueError(f"{key} was given more than once; give it once")
-        params[key] = value
+    params = parse_query(query)  # a QueryError is a ValueError
     sizes = []
     for name in ("maxWidth", "maxHeight"):
         text = params.get(name)
