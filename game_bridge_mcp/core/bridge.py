@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable
 
 from ..wire.client import GameClient
@@ -92,6 +92,12 @@ class Bridge:
 
     def client(self, port: int) -> GameClient:
         return self._instance(port).client
+
+    def new_session(self, ports: Iterable[int]) -> None:
+        """Answer about ``ports`` from here on as a freshly started bridge would (see
+        GameClient.new_session): a replay meeting a trace's next recording session."""
+        for port in ports:
+            self.client(port).new_session()
 
     def _port(self, port: Any) -> int:
         """The spec's order, with one step before 7777: the one instance this bridge

@@ -11,7 +11,7 @@ Line 1 (the header)::
 
 Every other line is an object with a ``type``; version 1 writes ``"call"`` lines::
 
-    {"type": "call", "time": "2026-...Z", "tool": "call_tool", "name": "drop",
+    {"type": "call", "time": "2026-...Z", "session": "3f9a0c1d2e4b", "tool": "call_tool", "name": "drop",
      "port": 7820, "arguments": {"x": 1}, "durationMs": 11.9,
      "answer": {...}                                  # or "error": {...}
      "game": {"name": ..., "version": ..., "cwd": ..., "paused": ..., "declaration": {...}},
@@ -23,6 +23,11 @@ Every other line is an object with a ``type``; version 1 writes ``"call"`` lines
 - ``answer`` is the answer when its JSON is at most ``ANSWER_CAP`` bytes; a bigger one is
   kept as ``answerSummary`` (the state digest), ``answerBytes`` and ``answerSha256``.
 - ``error`` is ``{"error": name, "message": text, "exitCode": n}``.
+- ``session`` names the bridge that made the call: one for a whole ``serve`` session, a new
+  one for each ``call`` process appending to a shared trace (``GAME_BRIDGE_RECORD``).
+  Answers depend on what the same bridge answered before (they leave out what was already
+  shown), so a replay meets each new session as a fresh bridge would. Traces without it
+  are one session.
 - Readers ignore line types and fields they do not know; a new ``version`` is for a
   change an old reader would misread.
 """

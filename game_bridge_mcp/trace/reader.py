@@ -40,6 +40,12 @@ class Call:
         return self.tool in REPLAYED_TOOLS and self.name is not None
 
     @property
+    def session(self) -> str | None:
+        """The recording bridge's session (format.py), None when the trace has none."""
+        value = self.record.get("session")
+        return value[:64] if isinstance(value, str) and value else None
+
+    @property
     def error(self) -> dict[str, Any] | None:
         value = self.record.get("error")
         return value if isinstance(value, dict) else None

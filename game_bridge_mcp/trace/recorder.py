@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -67,6 +68,9 @@ class Recorder:
         self._identities: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._shots = 0
+        #: Which recording this is: each ``call`` process appending to a shared trace is a
+        #: session of its own, with a fresh bridge (see format.py).
+        self.session = secrets.token_hex(6)
 
     # ------------------------------------------------------------------ the hook
     def call(self, tool: str, arguments: Mapping[str, Any] | None, run: Callable[[], Any]) -> Any:
@@ -100,7 +104,8 @@ class Recorder:
             duration = round((time.monotonic() - started) * 1000, 3)
             if isinstance(answer, Mapping) and _int_port(answer.get("port")) is not None:
                 port = _int_port(answer.get("port"))
-            record: dict[str, Any] = {"type": "call", "time": when, "t": round(wall, 3), "tool": tool}
+            record: dict[str, Any] = {"type": "call", "time": when, "t": round(wall, 3), "session": self.session,
+                                      "tool": tool}
             if name is not None:
                 record["name"] = name
             record["port"] = port

@@ -123,10 +123,15 @@ def _error_dict(exc: BaseException) -> dict[str, Any]:
 def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: IgnoreRules,
            summarise: Summarise, keep_going: bool = False,
            on_step: Callable[[StepOutcome], None] | None = None,
+           new_session: Callable[[], None] | None = None,
            clock: Callable[[], float] = time.monotonic) -> ReplayResult:
-    """Replay ``trace``; ``ports`` maps each recorded port to the port replayed against."""
+    """Replay ``trace``; ``ports`` maps each recorded port to the port replayed against.
+    ``new_session`` is called before a call recorded by another bridge session than the
+    call before it (a trace appended to by several ``call`` processes): the replaying
+    bridge should then answer as a fresh one would."""
     result = ReplayResult(trace=trace, steps=[], rules=rules)
     stopped = False
+    session: str | None = None
     for call in trace.calls:
         if not call.replayed:
             result.steps.append(StepOutcome(call, SKIPPED))
@@ -134,6 +139,9 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
         if stopped:
             result.steps.append(StepOutcome(call, NOT_RUN))
             continue
+        if call.session is not None and session is not None and call.session != session and new_session:
+            new_session()
+        session = call.session if call.session is not None else session
         target = ports.get(call.port) if call.port is not None else next(iter(ports.values()), None)
         if target is None:  # the caller maps every recorded port; this is a bug guard
             raise ValueError(f"no replay port for recorded port {call.port}")

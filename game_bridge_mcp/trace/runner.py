@@ -127,7 +127,8 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
         rules = IgnoreRules.defaults(paused=paused, extra=ignore)
         result = replay(trace, lambda name, args, port: bridge.run_tool(
                             "call_tool", {"name": name, "arguments": args, "port": port}),
-                        mapping, rules=rules, summarise=summarise, keep_going=update)
+                        mapping, rules=rules, summarise=summarise, keep_going=update,
+                        new_session=lambda: bridge.new_session(mapping.values()))
         result.notes.extend(notes)
         if result.failed_step is not None:
             tail = _last_output(bridge, result.failed_step.replay_port)

@@ -190,6 +190,13 @@ class GameClient:
         #: until the game restarts. See :meth:`uses`.
         self.broken_features: set[str] = set()
 
+    def new_session(self) -> None:
+        """Answer as a bridge that never answered about this port would: forget what the
+        answers showed and which events were reported (what a replay does when a trace
+        moves on to another recording session). What was learned of the game stays."""
+        self.shown = {}
+        self.events = EventsCursor()
+
     def forget(self) -> None:
         """Forget everything learned about the game (it went offline, was stopped, or
         another process may answer on the port next); starts a new generation."""
