@@ -162,3 +162,20 @@ def test_the_boundary_copies_only_what_it_must_change() -> None:
     assert not forbidden(error.message) and not forbidden(json.dumps(error.to_dict(), ensure_ascii=False))
     other = clean_error(KeyError(EVIL))
     assert not forbidden(str(other))
+
+
+def test_check_shows_a_hostile_game_on_a_terminal_without_its_escapes(serve: Any) -> None:
+    """``check`` quotes what the game sent (tool names, errors, bodies) to a person at a
+    terminal: no escape sequence, control or invisible character of the game's gets there."""
+    import io
+
+    from game_bridge_mcp.check.runner import main as check_main
+
+    game = HostileTextGame()
+    peer = serve(routed(game.routes()))  # type: ignore[arg-type]
+    out, err = io.StringIO(), io.StringIO()
+    check_main(["--port", str(peer.port), "--no-close", "--command", "add"], stdout=out, stderr=err, environ={})
+    text = out.getvalue() + err.getvalue()
+    assert "tools:A" in text or ":AB" in text, text[:2000]  # game text is quoted, cleaned
+    for line in text.splitlines():
+        assert not forbidden(line), (forbidden(line), line[:200])

@@ -21,9 +21,20 @@ from collections.abc import Mapping
 from typing import Any, TextIO, TypeGuard
 
 from ..jsonio import as_int, decode_json
+from ..manifest.sanitise import clean_text
 from ..wire.transport import HEALTH_MAX_BYTES, HttpResponse, Opener, TransportError, loopback_opener
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+
+
+#: The most of one report line's text shown (game text quoted in it is capped well below).
+MAX_LINE_TEXT = 20000
+
+
+def terminal_text(text: str) -> str:
+    """``text`` fit for a terminal: the game's escape sequences, controls and invisible
+    characters removed (newlines and tabs kept)."""
+    return clean_text(text, MAX_LINE_TEXT)
 
 
 @dataclass
@@ -90,7 +101,10 @@ class CheckSession:
 
     # ------------------------------------------------------------------ output
     def report(self, level: str, title: str, *details: str) -> Line:
-        line = Line(level, title, [d for d in details if d])
+        # Lines quote what the game sent (names, errors, bodies): shown on a terminal, so
+        # no escape sequence, control or invisible character of the game's gets through.
+        title = terminal_text(title)
+        line = Line(level, title, [terminal_text(d) for d in details if d])
         self.lines.append(line)
         self.out.write(f"{level}  {title}\n")
         for detail in line.details:

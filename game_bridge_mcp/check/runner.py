@@ -41,7 +41,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TextIO
 
-from .base import FAIL, PASS, SKIP, WARN, Line, Target
+from .base import FAIL, PASS, SKIP, WARN, Line, Target, terminal_text
 from .clock import ClockChecks
 from .events import EventChecks
 from .features import FeatureChecks
@@ -298,7 +298,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
                 launcher, target = _launch(config, env, out)
             except BridgeError as exc:
                 out.write(f"{FAIL}  the game did not start\n")
-                for text in exc.render().splitlines():
+                for text in terminal_text(exc.render()).splitlines():  # it quotes the game's output
                     out.write(f"      {text}\n")
                 out.write(_summary({PASS: 0, WARN: 0, FAIL: 1, SKIP: 0}))
                 return 1
@@ -314,7 +314,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         out.write(_summary(counts))
         return 1 if counts[FAIL] else 0
     except BridgeError as exc:
-        err.write(exc.render() + "\n")
+        err.write(terminal_text(exc.render()) + "\n")
         return exc.exit_code
     finally:
         if launcher is not None:
