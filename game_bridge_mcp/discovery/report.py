@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Callable, Collection
 
+from .. import polling
 from ..config import parse_port_spec
 from ..listeners import listeners, user_name
 from ..errors import BridgeUsageError
@@ -73,8 +74,14 @@ def _probe_all(targets: list[_Target], run: Callable[[_Target], Probe]) -> list[
     if len(targets) == 1:
         return [run(targets[0])]
     workers = min(len(targets), MAX_PROBE_THREADS)
+    token = polling.current_token()  # the call's: a cancelled list_instances ends its probes too
+
+    def run_for_the_call(target: _Target) -> Probe:
+        with polling.cancel_scope(token):
+            return run(target)
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gb-probe") as pool:
-        return list(pool.map(run, targets))
+        return list(pool.map(run_for_the_call, targets))
 
 
 # --------------------------------------------------------------------------- the report
