@@ -3,7 +3,7 @@
 Waiting: check, and until it succeeds or the deadline passes, sleep a little longer each
 time. Readiness after a launch, a port going quiet after ``close``, a process tree going
 away, and ``wait_for`` all wait this way; only the command confirmation does not (it
-sleeps until a predicted frame start: ``wire/client.py``).
+sleeps until a predicted frame start: ``wire/confirm.py``).
 
 Cancelling: a worker thread cannot be cancelled from outside. When an MCP client cancels
 a call (``notifications/cancelled``, what it sends when the user presses Esc), the SDK
