@@ -7,7 +7,7 @@ manifest files, launch declarations. They share two rules, kept here once:
   that reads after "the body ..." / "the file ..." (invalid, not UTF-8, nested too deeply,
   too many values to decode). ``NaN``/``Infinity`` become ``None``, or with ``strict``
   (files, conformance checks) are refused. Large documents are parsed with the cyclic
-  garbage collector paused.
+  garbage collector paused, within a call (:func:`large_documents_scope`) until it ends.
 * The decoded size is bounded, not only the bytes: what a document costs once decoded
   depends on its shape (a 60 MB body of empty objects is 20 million dicts, 1.6 GB), so a
   document is decoded only if it has at most :data:`MAX_VALUES` objects, arrays and
@@ -33,6 +33,7 @@ import os
 import re
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,15 +53,7 @@ _gc_pauses = 0
 _gc_paused_by_us = False
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while a large JSON document is built.
-
-    Parsing allocates hundreds of thousands of containers; each few hundred trigger a
-    collection, and the older generations are rescanned as they grow (a 10 MB /state
-    took about 360 ms with the MCP SDK's heap loaded, 150 ms with the collector paused).
-    JSON builds no reference cycles, so nothing is lost. Reference-counted across
-    threads; a collector that was already disabled (by the host) is left alone."""
+def _pause_gc() -> None:
     global _gc_pauses, _gc_paused_by_us
     with _gc_pause_lock:
         if _gc_pauses == 0:
@@ -68,14 +61,76 @@ def _gc_paused() -> Iterator[None]:
             if _gc_paused_by_us:
                 gc.disable()
         _gc_pauses += 1
+
+
+def _resume_gc() -> None:
+    global _gc_pauses, _gc_paused_by_us
+    with _gc_pause_lock:
+        _gc_pauses -= 1
+        if _gc_pauses == 0 and _gc_paused_by_us:
+            _gc_paused_by_us = False
+            gc.enable()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while a large JSON document is built.
+
+    Parsing allocates hundreds of thousands of containers; each few hundred trigger a
+    collection, and the older generations are rescanned as they grow. JSON builds no
+    reference cycles, so nothing is lost. Reference-counted across threads; a collector
+    that was already disabled (by the host) is left alone."""
+    _pause_gc()
     try:
         yield
     finally:
-        with _gc_pause_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_paused_by_us:
-                _gc_paused_by_us = False
-                gc.enable()
+        _resume_gc()
+
+
+_scope = threading.local()
+#: How long one call keeps the collector paused after its first large document: a
+#: longer call (a wait that parses many states) goes back to pausing for each parse.
+HOLD_PAUSE_S = 1.0
+
+
+@contextlib.contextmanager
+def large_documents_scope() -> Iterator[None]:
+    """One call's worth of large documents (the Bridge runs each tool call in one): the
+    collector, paused to parse the first large document, stays paused until the call
+    ends (for at most :data:`HOLD_PAUSE_S`), so the document is freed by its reference
+    counts before the collector runs again. Resumed right after the parse, the collector
+    would scan the whole new document once, its objects counted as young (about a fifth
+    of a 10 MB ``/state``'s parse), only for them to be freed moments later. Nested
+    scopes are the outer one's."""
+    if getattr(_scope, "active", False):
+        yield
+        return
+    _scope.active, _scope.since = True, None
+    try:
+        yield
+    finally:
+        since = _scope.since
+        _scope.active, _scope.since = False, None
+        if isinstance(since, float):
+            _resume_gc()
+
+
+def _parse_large(text: str, constant: Any) -> Any:
+    """``json.loads`` of a large text with the collector paused: for the rest of the call
+    in a :func:`large_documents_scope`, else for the parse."""
+    if getattr(_scope, "active", False):
+        since = _scope.since
+        if since is None:
+            _pause_gc()
+            _scope.since = time.monotonic()
+            return json.loads(text, parse_constant=constant)
+        if isinstance(since, float) and time.monotonic() - since < HOLD_PAUSE_S:
+            return json.loads(text, parse_constant=constant)
+        if isinstance(since, float):
+            _resume_gc()
+            _scope.since = "expired"  # the rest of this call pauses for each parse
+    with _gc_paused():
+        return json.loads(text, parse_constant=constant)
 
 
 def count_values(body: bytes) -> int:
@@ -115,8 +170,7 @@ def decode_json_taking(holder: list[bytes], *, strict: bool = False) -> Any:
         text = body.decode("utf-8-sig")
         del body
         if large:
-            with _gc_paused():
-                return json.loads(text, parse_constant=constant)
+            return _parse_large(text, constant)
         return json.loads(text, parse_constant=constant)
     except RecursionError:
         raise ValueError("is nested too deeply to parse") from None

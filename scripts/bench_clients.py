@@ -310,6 +310,99 @@ class CFloor:
         return self._run("after", port)
 
 
+# =========================================================================== the floor, in Node.js
+
+NODE_FLOOR = r"""
+// The floor as a Node.js client: the same lines as the C floor ("poll PORT" or
+// "after PORT" in, "MICROSECONDS REQUESTS" out), one kept-alive connection per port,
+// every answer parsed with JSON.parse (what a client in the game's own language pays).
+const net = require("net");
+const conns = new Map();
+let requests = 0;
+function connection(port) {
+  let c = conns.get(port);
+  if (c) return c;
+  const sock = net.connect({ port, host: "127.0.0.1" });
+  sock.setNoDelay(true);
+  c = { sock, chunks: [], size: 0, waiting: null };
+  sock.on("data", (d) => { c.chunks.push(d); c.size += d.length; if (c.waiting) c.waiting(); });
+  sock.on("error", (e) => { console.error(String(e)); process.exit(2); });
+  conns.set(port, c);
+  return c;
+}
+function get(port, path) {
+  const c = connection(port);
+  requests++;
+  c.sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+  return new Promise((resolve) => {
+    let need = -1, start = 0;  // the whole answer's size once its head is read
+    const check = () => {
+      if (need < 0) {
+        const head = c.chunks.length === 1 ? c.chunks[0] : Buffer.concat(c.chunks);
+        c.chunks = [head];
+        const end = head.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const m = /content-length:\s*(\d+)/.exec(head.subarray(0, end).toString("latin1").toLowerCase());
+        start = end + 4;
+        need = start + (m ? Number(m[1]) : 0);
+      }
+      if (c.size < need) return;  // copied once, when all of it is here
+      const all = c.chunks.length === 1 ? c.chunks[0] : Buffer.concat(c.chunks, c.size);
+      const rest = all.subarray(need);
+      c.chunks = rest.length ? [rest] : [];
+      c.size = rest.length;
+      c.waiting = null;
+      resolve(JSON.parse(all.subarray(start, need).toString("utf8")));
+    };
+    c.waiting = check;
+    check();
+  });
+}
+async function run(mode, port) {
+  const before = requests;
+  const t0 = process.hrtime.bigint();
+  const id = (await get(port, "/command?cmd=step")).commandId;
+  for (;;) {
+    const path = mode === "after" ? `/state?after=${id}&waitMs=5000` : "/state";
+    if ((await get(port, path)).completedCommandId >= id) break;
+  }
+  const us = Number(process.hrtime.bigint() - t0) / 1000;
+  process.stdout.write(`${us.toFixed(1)} ${requests - before}\n`);
+}
+let pending = "";
+let chain = Promise.resolve();
+process.stdin.on("data", (d) => {
+  pending += d;
+  let nl;
+  while ((nl = pending.indexOf("\n")) >= 0) {
+    const [mode, port] = pending.slice(0, nl).trim().split(/\s+/);
+    pending = pending.slice(nl + 1);
+    chain = chain.then(() => run(mode, Number(port)));
+  }
+});
+process.stdin.on("end", () => chain.then(() => process.exit(0)));
+"""
+
+
+class NodeFloor(CFloor):
+    """The floor in Node.js (see :data:`NODE_FLOOR`): JSON parsed as a game's own web
+    client would; None from :meth:`build` without ``node``."""
+
+    name = "node"
+
+    @classmethod
+    def build(cls, procs: Procs, scratch: str) -> "NodeFloor | None":  # type: ignore[override]
+        node = shutil.which("node")
+        if node is None:
+            return None
+        script = Path(scratch) / "floor.js"
+        script.write_text(NODE_FLOOR)
+        floor = cls.__new__(cls)
+        floor.proc = procs.add(subprocess.Popen([node, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+        floor.last_us = 0.0
+        return floor
+
+
 # =========================================================================== the bridge
 
 class InProcess:
@@ -429,5 +522,5 @@ def reset_peak_rss(pid: int) -> bool:
         return False
 
 
-__all__ = ["CFloor", "FloorClient", "InProcess", "Procs", "PyFloor", "StdioServer", "TOOL",
+__all__ = ["CFloor", "FloorClient", "InProcess", "NodeFloor", "Procs", "PyFloor", "StdioServer", "TOOL",
            "peak_rss_mb", "reset_peak_rss"]

@@ -376,3 +376,43 @@ def test_a_large_invalid_document_still_restores_the_collector() -> None:
     with pytest.raises(ValueError):
         decode_json(big_document()[:-1])
     assert gc.isenabled()
+
+
+def test_within_a_call_the_collector_stays_paused_until_the_call_ends() -> None:
+    """In a large_documents_scope (the Bridge runs every tool call in one) the document is
+    freed by its reference counts before the collector runs again, so no collection ever
+    counts its objects as young (outside one, the first collection after the parse scans
+    them all)."""
+    from game_bridge_mcp.jsonio import large_documents_scope
+
+    body = big_document()
+    gc.collect()
+    with large_documents_scope():
+        doc = decode_json(body)
+        young = gc.get_count()[0]
+        assert not gc.isenabled()
+        again = decode_json(body)  # a second one in the same call: still paused
+        assert not gc.isenabled()
+        with large_documents_scope():  # nested: the outer call's
+            decode_json(body)
+        assert not gc.isenabled()
+        del doc, again
+        left = gc.get_count()[0]
+    assert gc.isenabled()
+    assert young > 10_000  # the document's containers, counted as young...
+    assert left < young / 10  # ...and uncounted as they were freed, before the collector resumed
+    gc.collect()
+    outside = count_collections(decode_json, body)  # outside a call: paused for the parse only,
+    assert outside >= 1 and gc.isenabled()  # and the collection right after it scans the document
+
+
+def test_a_long_call_goes_back_to_pausing_for_each_parse(monkeypatch: Any) -> None:
+    from game_bridge_mcp import jsonio
+
+    monkeypatch.setattr(jsonio, "HOLD_PAUSE_S", 0.0)
+    with jsonio.large_documents_scope():
+        decode_json(big_document())
+        assert not gc.isenabled()  # held from the first parse...
+        decode_json(big_document())
+        assert gc.isenabled()  # ...until a parse after the hold's time: then per parse
+    assert gc.isenabled()

@@ -28,7 +28,7 @@ from .digest import get_path, only_changes, remember
 from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
-from ..jsonio import as_int
+from ..jsonio import as_int, large_documents_scope
 from ..manifest.choose import ManifestFile, RecentMisses, choose_manifest
 from ..manifest.reader import Manifest, ToolSpec, args_to_schema
 from ..tools import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, RAW_COMMAND, TOOLS, ToolDef, check_arguments, python_name,
@@ -169,7 +169,8 @@ class Bridge:
         boundary for game text: the answer, an error and every progress line leave
         through ``boundary.py``, which strips what must never reach the agent."""
         try:
-            result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=clean_progress(progress)))
+            with large_documents_scope():  # a large /state is freed before the collector runs again
+                result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=clean_progress(progress)))
             return result
         except BaseException as exc:
             raise clean_error(exc)
