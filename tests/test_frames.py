@@ -170,3 +170,46 @@ def test_loose_brackets_never_anchor() -> None:
         game.poll(clock, t, rtt=0.03)
         t += 0.05
     assert not clock.predictable
+
+
+def test_how_late_commands_are_applied_is_learned_as_a_window() -> None:
+    """note_applied keeps how long after a predicted start recent commands were seen
+    applied; apply_window is most of them (never under the default, never over a
+    quarter of a frame), and the default until a few have been seen or after a restart."""
+    game = SimGame(period=1 / 60)
+    clock = FrameClock()
+    drive(game, clock, 30)
+    assert clock.apply_window(0.001) == 0.001
+    for late in (0.0021, 0.0030, 0.0024, 0.0027, 0.0009, 0.0026, 0.0032, 0.0025, 0.0028, 0.0060):
+        clock.note_applied(5.0, 5.0 + late)
+    window = clock.apply_window(0.001)
+    assert 0.0026 <= window <= 0.0032  # most of them, not the one far out
+    for _ in range(40):
+        clock.note_applied(5.0, 5.5)  # a game that stalls: capped at a quarter of a frame
+    assert clock.apply_window(0.001) == pytest.approx(clock.period_s / 4)
+    clock.reset()
+    assert clock.apply_window(0.001) == 0.001
+
+
+def test_the_confirmation_polls_across_the_learned_window() -> None:
+    """Past the first millisecond after a predicted start, a game known to apply commands
+    up to 3 ms late is polled a few times across those 3 ms rather than backed off."""
+    from game_bridge_mcp.wire.client import GameClient
+    from game_bridge_mcp.wire.confirm import BURST_S, WINDOW_POLLS
+
+    game = SimGame(period=1 / 60)
+    client = GameClient(1)
+    t = drive(game, client.frames, 30)
+    for _ in range(8):
+        client.frames.note_applied(5.0, 5.003)
+    frame = game.frame_at(t)
+    starts = client.frames.next_frame_at(frame)
+    assert starts is not None
+    client.health_has_completed_id = True
+    window = client.frames.apply_window(BURST_S)
+    assert window == pytest.approx(0.003)
+    assert client._next_wait(frame, 0.0, 7, starts + 0.0005) == (0.0, 0.0)  # back to back at first
+    pause, _ = client._next_wait(frame, 0.0, 7, starts + 0.0015)
+    assert 0 < pause <= window / WINDOW_POLLS + 1e-9  # then a few polls across the window
+    pause, interval = client._next_wait(frame, 0.0, 7, starts + 0.004)
+    assert pause == interval > 0  # past it: backing off as before

@@ -49,6 +49,8 @@ SETTLE_S = 0.002
 #: Around a predicted frame start, poll back to back for at most this long (or a quarter
 #: frame) before backing off: the frame is due, and each poll is a fraction of a millisecond.
 BURST_S = 0.001
+#: Within a learned window longer than BURST_S, at most about this many polls.
+WINDOW_POLLS = 5
 #: How early to poll before a predicted frame start: about one poll's round trip, so the
 #: poll reaches the game as the frame begins (and a poll that lands just before it
 #: re-measures the frame's start).
@@ -157,6 +159,7 @@ class Confirming:
         plan = self._frame_plan(queued_frame, self._clock(), digest)
         if plan is not None:  # the command runs on a later frame: no use asking sooner
             self._sleep(max(0.0, min(plan[0], deadline) - self._clock()))
+        expected_start = plan[1] if plan is not None else None
         while True:
             try:
                 state = self._next_state(command_id, base_frame, deadline, counter(last.get("frame")), digest)
@@ -168,6 +171,8 @@ class Confirming:
                 last = state
                 verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state)
                 if verdict is not None:
+                    if expected_start is not None and verdict["confirmation"] == "completedCommandId":
+                        self.frames.note_applied(expected_start, self._clock())  # when to poll next time
                     return verdict
                 if command_id is None or counter(state.get("completedCommandId")) is None:
                     frame = counter(state.get("frame"))
@@ -256,8 +261,14 @@ class Confirming:
         poll_at, starts, period = plan
         if poll_at - now > backoff:
             return poll_at - now, 0.0  # nothing changes before the next frame: sleep until just before it
-        if now < starts + min(BURST_S, period / 4):
-            return 0.0, 0.0  # the frame is due about now: poll back to back for a moment
+        window = self.frames.apply_window(min(BURST_S, period / 4))
+        if now < starts + window:
+            # The frame is due about now, and recent commands were applied within
+            # ``window`` of a predicted start: poll across it (back to back for the
+            # first millisecond, then a few polls spread over the rest).
+            if now < starts + BURST_S:
+                return 0.0, 0.0
+            return min(window / WINDOW_POLLS, starts + window - now), 0.0
         return backoff, backoff  # it is late: back off as without a prediction
 
     def poll_cost(self, digest: bool = False) -> float:

@@ -41,6 +41,10 @@ PERIOD_ERROR_FRACTION = 0.1
 MAX_ANCHORS = 16
 #: Coarse period: answers at least this far apart (seconds) and two frames apart.
 COARSE_SPAN_S = 0.25
+#: How many recent confirmations' lateness is kept (see FrameClock.note_applied).
+MAX_LATENESS = 32
+#: The share of recent confirmations that saw their command applied within the window.
+LATENESS_QUANTILE = 0.8
 #: A prediction may miss a hard fact by this much (seconds, or fraction of a period)
 #: before the anchor is dropped: games' loops jitter.
 TOLERANCE_S = 0.0002
@@ -73,6 +77,8 @@ class FrameClock:
         #: False from an answer that contradicts the line until a new anchor is on it.
         self._trusted = False
         self._coarse: _Seen | None = None  # the first answer of this run (coarse period)
+        #: How long after a predicted frame start recent commands were seen applied (s).
+        self._lateness: list[float] = []
 
     def reset(self) -> None:
         """Forget everything (a new process on the port)."""
@@ -119,6 +125,32 @@ class FrameClock:
                 self._last = seen
             return False
 
+    def note_applied(self, predicted_start: float, seen_by: float) -> None:
+        """A command expected at the frame predicted to start at ``predicted_start`` was
+        first seen applied in an answer received at ``seen_by``: how late the game
+        applies commands after a predicted start (its loop's wake-up, a frame that runs
+        long, a lock held by a request), learned for :meth:`apply_window`."""
+        period = self._period
+        if period is None:
+            return
+        late = min(max(0.0, seen_by - predicted_start), period)
+        with self._lock:
+            self._lateness.append(late)
+            if len(self._lateness) > MAX_LATENESS:
+                del self._lateness[0]
+
+    def apply_window(self, default_s: float) -> float:
+        """How long after a predicted frame start a command is applied in most recent
+        confirmations (:data:`LATENESS_QUANTILE` of them), at least ``default_s`` and at
+        most a quarter of a frame; ``default_s`` until a few have been seen."""
+        period = self._period
+        with self._lock:
+            samples = sorted(self._lateness)
+        if len(samples) < 4 or period is None:
+            return default_s
+        learned = samples[min(len(samples) - 1, int(LATENESS_QUANTILE * len(samples)))]
+        return min(max(default_s, learned), period / 4)
+
     def next_frame_at(self, frame: int) -> float | None:
         """When frame ``frame + 1`` is predicted to start, or None when unknown."""
         with self._lock:
@@ -132,6 +164,7 @@ class FrameClock:
         return start + (frame - line_frame) * self._period
 
     def _forget(self) -> None:
+        self._lateness = []
         self._period = None
         self._period_is_fine = False
         self._anchors = []
