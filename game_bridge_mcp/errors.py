@@ -17,7 +17,7 @@ from typing import Any
 class BridgeError(Exception):
     """Base of every error the bridge reports to a caller."""
 
-    #: The CLI's exit code for this error type (documented in the README).
+    #: The CLI's exit code for this error type (documented in docs/cli.md).
     exit_code: int = 1
 
     def __init__(self, message: str, **fields: Any) -> None:

@@ -43,7 +43,7 @@ PAUSE_GC_BYTES = 256 * 1024
 #: ``{``, ``[`` and ``,`` outside strings). A 10 MB ``/state`` of typical entity records
 #: has about 1.1 million; the costliest shape takes about 100 bytes of memory for each.
 MAX_VALUES = 3_000_000
-#: What the limit means in memory, for messages and the README.
+#: What the limit means in memory, for messages and docs/reliability.md.
 DECODED_BOUND_TEXT = "about 300 MB"
 _NOT_STRUCTURAL = bytes(c for c in range(256) if c not in b"{[,")
 # A JSON string, unrolled and possessive so a long one is skipped in one step.

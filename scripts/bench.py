@@ -678,7 +678,7 @@ How to read this: every figure is measured against a floor in the same run, and 
 targets (issue 13) are ratios and differences set on a 2-CPU machine. On a slower or
 busier machine a target may read NO: that is information about this machine, not a
 failure; the figure and the target are beside it, and a missed target is explained in
-the README's Performance section."""
+docs/performance.md."""
 
 
 def table(results: dict[str, Any]) -> str:

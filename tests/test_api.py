@@ -1,5 +1,5 @@
 """The public API: names importable from the package, the Bridge driven without a socket
-through an injected opener, and the README's composite example run as a real server."""
+through an injected opener, and docs/api.md's composite example run as a real server."""
 
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ def test_the_bridge_without_a_socket() -> None:
 
 
 def _readme_example() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "api.md").read_text()
     match = re.search(r"<!-- example: drop_and_settle -->\s*```python\n(.*?)```", text, re.S)
-    assert match, "the README's drop_and_settle example is missing"
+    assert match, "docs/api.md's drop_and_settle example is missing"
     return match.group(1)
 
 

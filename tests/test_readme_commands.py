@@ -1,7 +1,8 @@
-"""The README's commands work as written, top to bottom, so the README cannot drift.
+"""The README's and docs/' commands work as written, top to bottom, so the docs cannot drift;
+and the README's tools and docs/cli.md's options are the code's.
 
-The convention, in README.md: the line right above a ```` ```bash ```` fence says what
-this test does with the block:
+The pages are README.md, then every docs/*.md by name. The convention: the line right
+above a ```` ```bash ```` fence says what this test does with the block:
 
 * ``<!-- runnable -->``: run as it stands;
 * ``<!-- runnable: demo game on 7820 -->``: run while the demo game serves (this test
@@ -9,14 +10,14 @@ this test does with the block:
   blocks before it leave the game, and puts that port where the block says 7820);
 * ``<!-- not run: REASON -->``: not run, and why (a real MCP client, Claude Code, pipx).
 
-Every ``bash`` block has one, except under "## Performance": those are the benchmarks
+Every ``bash`` block has one, except in docs/performance.md: those are the benchmarks
 (``scripts/bench.py``; tests/test_bench*.py run them in ``--quick`` mode).
 
 How the blocks run: a scratch directory holds ``game-bridge-mcp/``, a copy of this
 checkout's files (git's tracked and untracked-but-not-ignored ones, what a clone of this
 working tree would hold), so ``cd game-bridge-mcp`` reads as it does for a newcomer. Each
 block is one ``bash -e`` (it stops at the first command that fails), run in the scratch
-directory, in README order, with ``GAME_BRIDGE_HOME`` inside it, no ``GAME_BRIDGE_*`` of the
+directory, in page order, with ``GAME_BRIDGE_HOME`` inside it, no ``GAME_BRIDGE_*`` of the
 caller's, and the process guard's token, so anything a block leaves running is found.
 
 * The install block makes a fresh venv and installs from the package indexes pip is set up
@@ -51,9 +52,12 @@ from peers.kitfakes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The pages whose blocks run: the README first, then docs/ by name.
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"<!--\s*(runnable(?::\s*(?P<kind>[^>]*?))?|not run:\s*(?P<why>[^>]+?))\s*-->")
 DEMO_GAME = "demo game on 7820"
-EXEMPT_SECTIONS = {"Performance"}
+#: Pages whose bash blocks are benchmarks, run by tests/test_bench*.py instead.
+EXEMPT_PAGES = {"docs/performance.md"}
 #: What the test block's pytest runs here (the whole suite is .ci/run's).
 INNER_TESTS = "tests/test_layout.py tests/test_cli_help.py"
 #: The test extra's packages, as imported.
@@ -62,6 +66,7 @@ TEST_EXTRA_MODULES = ("pytest", "pytest_timeout", "mypy", "pygame", "PIL")
 
 @dataclass
 class Block:
+    page: str  # relative to the checkout: README.md, docs/clock.md
     line: int  # of the fence
     section: str  # the "## " heading it is under
     marker: str | None  # None, "runnable", "not run"
@@ -70,8 +75,14 @@ class Block:
 
 
 def readme_blocks() -> list[Block]:
+    """Every bash block of the README and docs/, in page order."""
+    return [block for page in PAGES for block in page_blocks(page)]
+
+
+def page_blocks(path: Path) -> list[Block]:
+    page = path.relative_to(ROOT).as_posix()
     blocks: list[Block] = []
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     section = ""
     i = 0
     while i < len(lines):
@@ -87,7 +98,7 @@ def readme_blocks() -> list[Block]:
             if found:
                 marker = "not run" if found.group("why") else "runnable"
                 kind = found.group("why") or found.group("kind") or ""
-            blocks.append(Block(i + 1, section.split(":")[0].split(" (")[0], marker, (kind or "").strip(),
+            blocks.append(Block(page, i + 1, section.split(":")[0].split(" (")[0], marker, (kind or "").strip(),
                                 "\n".join(lines[i + 1:end]) + "\n"))
             i = end
         i += 1
@@ -96,8 +107,9 @@ def readme_blocks() -> list[Block]:
 
 def test_every_bash_block_is_run_or_says_why_not() -> None:
     blocks = readme_blocks()
-    unmarked = [f"line {b.line} ({b.section})" for b in blocks if b.marker is None and b.section not in EXEMPT_SECTIONS]
-    assert not unmarked, f"README bash blocks with no <!-- runnable --> or <!-- not run: why --> above: {unmarked}"
+    assert any(b.page.startswith("docs/") and b.marker == "runnable" for b in blocks)  # docs/ is read
+    unmarked = [f"{b.page} line {b.line} ({b.section})" for b in blocks if b.marker is None and b.page not in EXEMPT_PAGES]
+    assert not unmarked, f"bash blocks with no <!-- runnable --> or <!-- not run: why --> above: {unmarked}"
     kinds = {b.kind for b in blocks if b.marker == "runnable"}
     assert kinds <= {"", DEMO_GAME}, kinds
     runnable = [b for b in blocks if b.marker == "runnable"]
@@ -115,14 +127,58 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert in_ci in (ROOT / ".ci" / "run").read_text(), f"{in_ci!r} is not what .ci/run runs"
 
 
+def section(path: Path, heading: str) -> str:
+    """The text under ``## heading`` of a page, up to the next ``## ``."""
+    text = path.read_text(encoding="utf-8")
+    assert f"\n## {heading}\n" in text, f"{path.name} has no '## {heading}'"
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def test_every_environment_variable_the_package_reads_is_documented() -> None:
     names: set[str] = set()
     for path in (ROOT / "game_bridge_mcp").rglob("*.py"):
         names.update(re.findall(r"\bGAME_BRIDGE_[A-Z][A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8")))
-    readme = README.read_text(encoding="utf-8")
-    options = readme.split("## Options", 1)[1].split("\n## ", 1)[0]
+    options = section(ROOT / "docs" / "cli.md", "Options")
     missing = sorted(name for name in names if f"`{name}`" not in options)
-    assert not missing, f"not in the README's Options section: {missing}"
+    assert not missing, f"not in docs/cli.md's Options section: {missing}"
+
+
+def test_every_option_of_every_command_is_documented() -> None:
+    from game_bridge_mcp.check.runner import build_parser as check_parser
+    from game_bridge_mcp.cli.demo import build_parser as demo_parser
+    from game_bridge_mcp.cli.replay import build_parser as replay_parser
+    from game_bridge_mcp.config import build_parser as server_parser
+
+    options = section(ROOT / "docs" / "cli.md", "Options")
+    missing = []
+    for parser in (server_parser(), check_parser(), demo_parser(), replay_parser()):
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", options):
+                    missing.append(f"{parser.prog} {flag}")
+    assert not missing, f"not in docs/cli.md's Options section: {missing}"
+
+
+def test_the_readmes_tools_are_the_tool_table() -> None:
+    """The README's table of tools and its list of the bridge toolset are the code's, with
+    every argument (optional ones marked ``?``), in the table's order."""
+    from game_bridge_mcp.tools import BRIDGE_TOOLS, TOOLS
+
+    tools = section(README, "The tools")
+    rows = [line.split("|")[1:3] for line in tools.splitlines() if line.startswith("| `")]
+    assert [name.strip().strip("`") for name, _ in rows] == [tool.name for tool in TOOLS]
+    for (_, documented), tool in zip(rows, TOOLS):
+        required = set(tool.input_schema.get("required", ()))
+        expected = [f"`{name}`" if name in required else f"`{name}?`" for name in tool.input_schema["properties"]]
+        assert [arg.strip() for arg in documented.split(",") if arg.strip()] == expected, tool.name
+    listing = tools.split("The bridge's own toolset", 1)[1].split("\n\n", 1)[0]
+    found = [m.start() for tool in BRIDGE_TOOLS for m in [re.search(rf"`{tool.name}`", listing)] if m]
+    assert len(found) == len(BRIDGE_TOOLS) and found == sorted(found), "the bridge toolset, in the table's order"
+    for tool, start, end in zip(BRIDGE_TOOLS, found, [*found[1:], len(listing)]):
+        about = listing[start:end]
+        for name in tool.input_schema["properties"]:
+            if name != "port":
+                assert f"`{name}" in about, f"{tool.name}: {name} is not listed"
 
 
 # --------------------------------------------------------------------------- running them
@@ -162,9 +218,9 @@ def run_block(block: Block, scratch: Path, env: dict[str, str], text: str | None
         out = subprocess.run(["bash", "-e", "-c", text or block.text], cwd=str(scratch), env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400)
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"README line {block.line} ({block.section}) did not finish: {exc}")
+        pytest.fail(f"{block.page} line {block.line} ({block.section}) did not finish: {exc}")
     both = out.stdout + out.stderr
-    assert out.returncode == 0, (f"README line {block.line} ({block.section}) failed with {out.returncode}:\n"
+    assert out.returncode == 0, (f"{block.page} line {block.line} ({block.section}) failed with {out.returncode}:\n"
                                  f"{block.text}\n--- output (last 4000 characters) ---\n{both[-4000:]}")
     return both
 
@@ -202,7 +258,7 @@ def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
     env = base_env(scratch, guard)
     runnable = [b for b in readme_blocks() if b.marker == "runnable"]
     venv = checkout / ".venv"
-    ran: list[int] = []
+    ran: list[str] = []
     for block in runnable:
         block_env = dict(env)
         if venv.is_dir():  # installed by the blocks before: as if activated
@@ -223,7 +279,7 @@ def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
                                        f"import {', '.join(TEST_EXTRA_MODULES)}"], env=block_env,
                                       capture_output=True, text=True, timeout=120)
             assert imported.returncode == 0, imported.stderr
-        ran.append(block.line)
+        ran.append(f"{block.page}:{block.line}")
     assert len(ran) == len(runnable) >= 5
     # What the blocks said they would leave behind, they did:
     assert (scratch / "gamebridge.json").is_file()  # demo --init, here

@@ -1,7 +1,7 @@
 """scripts/soak.py keeps working: a few seconds of calls, launches, kills (of games and of
 a whole server) and cancellations against the real server, with nothing surviving, no
 foreign sentinel harmed and no scratch directory left. No figure is asserted: the soak's
-figures are for the README, on the machine that ran it."""
+figures are for docs/reliability.md, on the machine that ran it."""
 
 from __future__ import annotations
 

@@ -263,7 +263,7 @@ class FeatureChecks(CheckSession):
                 problems.append(f"'{name}' has no argument{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
                                 f"(it has {', '.join(sorted(have)) or 'none'})")
         if problems:
-            self.report(FAIL, "input: the commands are not as the contract's extensions name them (README: Any engine)", *problems,
+            self.report(FAIL, "input: the commands are not as the contract's extensions name them (docs/contract.md)", *problems,
                         "key {key, action, frames}, mouse {x, y, button, action}, text {text}.")
             return
         self.report(PASS, "input: key {key, action, frames}, mouse {x, y, button, action} and text {text} are "

@@ -7,7 +7,7 @@ one so it stops at exactly the first frame where it holds, and ``simFrame`` watc
 catch a game whose clock lies), kept apart from the Bridge, which only hands it the
 port's GameClient under the port's command lock.
 
-Rules an agent can rely on (the README says them too):
+Rules an agent can rely on (docs/clock.md says them too):
 
 * ``advance`` needs ``clock`` in ``/health`` ``features``; a running game is paused
   first (the answer says so) and stays paused afterwards.

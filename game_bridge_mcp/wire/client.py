@@ -8,7 +8,7 @@ the state it returns is genuinely the world after the command. Without
 (``confirmation: "frames-advanced"``).
 
 How it waits for the command to be applied lives in ``confirm.py`` (the
-:class:`~.confirm.Confirming` half of this class), which the README's "How a command is
+:class:`~.confirm.Confirming` half of this class), which docs/tools.md's "How a command is
 confirmed" describes for users.
 """
 

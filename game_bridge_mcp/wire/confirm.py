@@ -3,7 +3,7 @@
 ``/command`` only queues; the game applies the command later, on its own thread.
 :meth:`Confirming.command_and_sync` notes the returned ``commandId`` and waits until the
 game reports ``completedCommandId >= commandId`` (or, without it, ``frame`` advancing by
-two), then returns the state after the command. The README ("How a command is
+two), then returns the state after the command. docs/tools.md ("How a command is
 confirmed") says how for users; here ``_confirm`` runs the polling loop, ``_frame_plan``
 and ``_next_wait`` decide when to ask (from the game's :class:`~.frames.FrameClock`),
 ``_next_state`` what to ask (``/health`` or ``/state``), and a game that advertises

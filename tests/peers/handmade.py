@@ -1,4 +1,4 @@
-"""A reference game written by hand from the contract's extensions (README: Any engine) alone, for tests.
+"""A reference game written by hand from the contract's extensions (docs/contract.md) alone, for tests.
 
 Why it exists: the game kit (``game_bridge_mcp.game``) and the bridge are written by the
 same project; if both got a wire detail wrong in the same way, tests against the kit

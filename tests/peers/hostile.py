@@ -3,7 +3,7 @@ connection with one chosen misbehaviour.
 
 ``http.server`` cannot misbehave on purpose (it always writes well-formed answers), and
 the bridge must survive peers that trickle, never stop, lie about lengths, reset the
-connection or are not HTTP at all (see the README, Reliability). Each behaviour is a
+connection or are not HTTP at all (see docs/reliability.md). Each behaviour is a
 plain function ``behaviour(conn, peer)`` run on its own thread per connection; the
 builders at the bottom (``answer``, ``trickle_headers``, ...) return one.
 
