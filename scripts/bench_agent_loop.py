@@ -112,7 +112,7 @@ class Agent:
         return error, (text if error else json.loads(text))
 
 
-async def play(moves: int, hz: float, workdir: Path) -> dict[str, Any]:
+async def play(moves: int, hz: float, workdir: Path, show: int = 0) -> dict[str, Any]:
     root = Path(game_bridge_mcp.__file__).resolve().parents[1]
     path = workdir / "gamebridge.json"
     path.write_text(json.dumps({"name": "Fruit Merge (bench)", "launch": {
@@ -124,6 +124,7 @@ async def play(moves: int, hz: float, workdir: Path) -> dict[str, Any]:
     bridge = Bridge(config)
     per_move: list[tuple[int, int]] = []
     parts: dict[str, int] = {}
+    shown: Any = None
     try:
         async with connect(BridgeServer(bridge)) as client:
             tools = (await client.list_tools()).tools
@@ -145,10 +146,12 @@ async def play(moves: int, hz: float, workdir: Path) -> dict[str, Any]:
                                                                              "timeoutMs": 10000})
                     if failed:
                         break
+                    if len(per_move) + 1 == show:
+                        shown = answer
                     for key, value in answer.items():  # where the characters go
                         parts[key] = parts.get(key, 0) + len(json.dumps({key: value}, ensure_ascii=False,
                                                                          separators=(",", ":"))) - 1
-                    if "text" in answer:  # an answer shows what changed; the agent keeps the rest
+                    if "text" in answer:  # (older bridges showed only what changed; the agent kept the rest)
                         board = board_from_text(answer["text"])
                     known.update(answer.get("game", {}))
                     game = known
@@ -173,7 +176,8 @@ async def play(moves: int, hz: float, workdir: Path) -> dict[str, Any]:
             "charsPerMove": round(sum(ch for _, ch in per_move) / n),
             "maxCharsPerMove": max((ch for _, ch in per_move), default=0),
             "charsPerMoveByField": {k: round(v / n) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])},
-            "package": str(Path(game_bridge_mcp.__file__).resolve().parent)}
+            "package": str(Path(game_bridge_mcp.__file__).resolve().parent),
+            **({"shown": shown} if show else {})}
 
 
 def main() -> int:
@@ -181,9 +185,10 @@ def main() -> int:
     parser.add_argument("--moves", type=int, default=20, help="drops to play (default 20; fewer if the round ends)")
     parser.add_argument("--hz", type=float, default=240.0, help="the demo's frame rate (default 240)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--show", type=int, default=0, metavar="N", help="also print the answer of move N (one call loop)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gb-agent-loop-") as tmp:
-        report = anyio.run(play, args.moves, args.hz, Path(tmp))
+        report = anyio.run(play, args.moves, args.hz, Path(tmp), args.show)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -192,6 +197,8 @@ def main() -> int:
               f"(at most {report['maxCharsPerMove']}); package {report['package']}")
         if report["charsPerMoveByField"]:
             print("  by field: " + ", ".join(f"{k} {v}" for k, v in report["charsPerMoveByField"].items()))
+        if report.get("shown") is not None:
+            print(f"  move {args.show}: " + json.dumps(report["shown"], ensure_ascii=False, separators=(",", ":")))
     return 0
 
 

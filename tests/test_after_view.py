@@ -247,7 +247,7 @@ def test_the_kit_is_driven_with_after_and_view(kit_game: tuple[GameBridge, list[
     assert call(bridge, "bump")["game"] == {"n": 1}  # the digest's scalars (the list stays out)
     mark = len(seen)
     result = call(bridge, "bump")
-    assert result["confirmation"] == "completedCommandId" and "game" not in result  # unchanged: not repeated
+    assert result["confirmation"] == "completedCommandId" and result["game"] == {"n": 1}  # whole, unchanged
     paths = seen[mark:]
     assert len(paths) == 2 and paths[0].startswith("/command?cmd=bump")
     assert paths[1].startswith(f"/state?after={result['commandId']}&waitMs=") and paths[1].endswith("view=digest")

@@ -75,7 +75,7 @@ def test_a_name_miss_refetches_once(game: FakeGame) -> None:
     manifest["toolsets"][0]["tools"].append({"name": "noop", "description": "Added this afternoon."})
     game.manifest = manifest
     result = b.run_tool("call_tool", {"name": "noop"})
-    assert "via" not in result and result["applied"] is True  # via is said only when not the manifest
+    assert result["via"] == "manifest" and result["applied"] is True
     assert game.requests.count("/tools") == 2
     before = game.requests.count("/tools")
     assert b.run_tool("call_tool", {"name": "hidden_cmd"})["via"] == "passthrough"
@@ -115,7 +115,7 @@ def test_manifest_file_for_a_game_without_tools(tmp_path: Path) -> None:
         b = bridge_for(g, manifest_file=path)
         listed = b.run_tool("list_toolsets", {})
         assert listed["manifest"] == "file" and listed["game"] == "From File"
-        assert "via" not in b.run_tool("call_tool", {"name": "drop", "arguments": {"x": 0}})  # the manifest's
+        assert b.run_tool("call_tool", {"name": "drop", "arguments": {"x": 0}})["via"] == "manifest"
 
 
 def test_a_broken_tools_document_does_not_take_the_instance_offline(game: FakeGame) -> None:
@@ -309,7 +309,7 @@ def test_composite_shadows_a_game_command_and_only_limits_it(game: FakeGame) -> 
     assert b.run_tool("call_tool", {"name": "drop", "arguments": {"x": 1}})["shadowed"] is True
     other = Composite(name="drop", description="For another game.", only="Flight Sim", run=lambda ctx: {"shadowed": True})
     b2 = Bridge(Config(port=game.port, environ={}), composites=[other])
-    assert "via" not in b2.run_tool("call_tool", {"name": "drop", "arguments": {"x": 1}})  # the manifest's
+    assert b2.run_tool("call_tool", {"name": "drop", "arguments": {"x": 1}})["via"] == "manifest"
     assert "drop" not in b2.run_tool("describe_toolset", {"name": "bridge"})["tools"]
 
 

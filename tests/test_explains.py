@@ -98,9 +98,9 @@ def test_the_digest_shows_ui_text_and_paused_kit() -> None:
             async with connect(app_for(port)) as client:
                 body = data(await call(client, "drop", {"x": 0}, until={"path": "game.moving", "equals": 0}))
                 assert body["text"] == "(9 empty rows)\n...C..."  # the board, its empty rows folded
-                assert body["paused"] is False  # said once, then only when it changes
+                assert body["paused"] is False
                 again = data(await call(client, "drop", {"x": 1}, until={"path": "game.moving", "equals": 0}))
-                assert "paused" not in again and "screen" not in again  # unchanged: not repeated
+                assert again["paused"] is False and again["screen"] == "GameScreen"  # every answer whole
                 paused = data(await call(client, "pause"))
                 assert paused["paused"] is True
                 summary = data(await call(client, "get_state", {"summary": True}))
@@ -124,7 +124,7 @@ def test_summarise_reads_ui_text_only_when_it_is_text() -> None:
     assert summarise({"ui": {"text": "a\nb"}})["text"] == "a\nb"
 
 
-def test_a_commands_answer_repeats_nothing_already_shown() -> None:
+def test_a_commands_answer_is_whole_and_compact() -> None:
     with handmade_game() as game:
         async def main() -> None:
             async with connect(app_for(game.port)) as client:
@@ -132,13 +132,16 @@ def test_a_commands_answer_repeats_nothing_already_shown() -> None:
                 assert '": ' not in answer.content[0].text and '", "' not in answer.content[0].text  # compact JSON
                 first = data(answer)
                 assert first["screen"] == "PlayScreen" and first["game"]["x"] == 1 and first["game"]["spawned"] == 0
-                assert "tool" not in first and "via" not in first and "frame" not in first  # the agent said those
+                assert first["tool"] == "move" and first["via"] == "manifest" and first["command"] == "move"
                 second = data(await call(client, "move", {"dx": 1}))
-                assert second["game"] == {"x": 2} and "screen" not in second and "elements" not in second
-                assert second["text"] != first["text"]  # the picture changed
-                assert data(await call(client, "noop")).keys() == {"port", "applied", "commandId", "confirmation"}
-                whole = data(await call(client, "get_state", {"summary": True}))  # asked for: everything
-                assert whole["screen"] == "PlayScreen" and whole["game"]["spawned"] == 0 and "frame" in whole
+                assert second["game"]["x"] == 2 and second["game"]["spawned"] == 0  # unchanged fields too
+                assert second["screen"] == "PlayScreen" and second["text"] != first["text"]
+                noop = data(await call(client, "noop"))
+                assert noop["game"] == second["game"] and noop["screen"] == "PlayScreen"  # nothing changed, all shown
+                whole = data(await call(client, "get_state", {"summary": True}))
+                assert {k: v for k, v in whole.items() if k not in ("frame", "events", "completedCommandId")} == {
+                    k: v for k, v in noop.items() if k in whole and k not in ("frame", "events", "completedCommandId")}
                 raw = data(await call(client, "raw_command", {"command": "spawn"}))
-                assert raw["via"] == "raw" and raw["game"] == {"spawned": 1}
+                assert raw["via"] == "raw" and raw["tool"] == "spawn" and raw["game"]["spawned"] == 1
+                assert raw["game"]["x"] == 2
         anyio.run(main)

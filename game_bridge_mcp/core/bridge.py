@@ -24,7 +24,8 @@ from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from . import events, listing, ports
 from .events import answer_digest
-from .digest import get_path, only_changes, remember
+from .answer import command_answer
+from .digest import get_path
 from .outcome import command_outcome
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -406,64 +407,46 @@ class Bridge:
         confirmation = outcome["confirmation"]
         applied = {"completedCommandId": True, "frames-advanced": True}.get(
             confirmation, False if confirmation == "not-waited" else None)
-        compact = not include_state  # an agent's answer; a composite gets everything
-        result: dict[str, Any] = {"port": port}
-        if compact:  # what the agent did not say itself, and only what is not the usual case
-            if via != "manifest":
-                result["via"] = via
-            if tool is not None and command != tool:
-                result["command"] = command
-        else:
-            result.update({"tool": tool or command, "via": via, "command": command})
-        result["applied"] = applied
+        fields: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command,
+                                  "applied": applied}
         if outcome.get("commandId") is not None:
-            result["commandId"] = outcome["commandId"]
+            fields["commandId"] = outcome["commandId"]
         elif outcome.get("reportedCommandId") is not None:  # an id that could not confirm it (idNote says why)
-            result["commandId"] = outcome["reportedCommandId"]
-        result["confirmation"] = confirmation  # how sure "applied" is (the spec's label)
+            fields["commandId"] = outcome["reportedCommandId"]
+        else:
+            fields["commandId"] = None
+        fields["confirmation"] = confirmation  # how sure "applied" is (the spec's label)
         if outcome.get("idNote"):
-            result["confirmationNote"] = outcome["idNote"]
+            fields["confirmationNote"] = outcome["idNote"]
         state = outcome.get("state")
         if isinstance(state, dict):
             done = command_outcome(state, as_int(outcome.get("commandId")))
             if done.ok is False:  # a refusal is not waited on
                 raise CommandFailed(port, tool or command, done.reason or "", command=command,
                                     command_id=as_int(outcome.get("commandId")),
-                                    after=self._digest(port, state, command=True))
+                                    after=self._digest(port, state))
             if done.has_result:
-                result["result"] = done.result
+                fields["result"] = done.result
             if done.note:
-                result["resultNote"] = done.note
-            if until is not None:
-                settled = self._settle(port, until, baseline=baseline, first=state, whole=include_state)
-                state = settled.pop("_state")
-                result.update(settled)
-            result.update(self._digest(port, state, command=True, changes=compact))  # once: it moves the events cursor
-            if include_state:
-                result["state"] = state
-        elif confirmation == "not-waited":
-            if until is not None:
-                settled = self._settle(port, until, baseline=baseline, first=None, whole=include_state)
-                state = settled.pop("_state")
-                result.update(settled)
-                result.update(self._digest(port, state, command=True, changes=compact))
-            else:
-                result["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
-        return result
+                fields["resultNote"] = done.note
+        elif confirmation == "not-waited" and until is None:
+            fields["note"] = "Queued and not waited on (sync: false). Use wait_for to observe its effect."
+        if until is not None:
+            settled = self._settle(port, until, baseline=baseline, first=state if isinstance(state, dict) else None,
+                                   whole=include_state)
+            state = settled.pop("_state")
+            fields.update(settled)
+        if not isinstance(state, dict):  # not waited on: the state as the command was queued
+            state = self._guarded(port, lambda: inst.client.state(digest=not include_state))
+        answer = command_answer(fields, self._digest(port, state))  # once: it moves the events cursor
+        if include_state:
+            answer["state"] = state
+        return answer
 
-    def _digest(self, port: int, state: Mapping[str, Any], *, command: bool = False,
-                changes: bool = False) -> dict[str, Any]:
-        """The digest of ``state`` for an answer about ``port``: its events are the ones no
-        answer has shown yet (the port's events cursor moves past them). ``command``: the
-        fields a command's answer leaves out (frame counters); ``changes``: leave out too
-        what the port's last answers already showed (see digest.only_changes)."""
-        client = self.client(port)
-        digest = answer_digest(client, state,
-                               leave_out=("frame", "completedCommandId", "simFrame") if command else ())
-        if changes:
-            return only_changes(digest, client.shown)
-        remember(digest, client.shown)
-        return digest
+    def _digest(self, port: int, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The whole digest of ``state`` for an answer about ``port``; its events are the
+        ones no answer has shown yet (the port's events cursor moves past them)."""
+        return answer_digest(self.client(port), state)
 
     def _settle(self, port: int, until: Until, *, baseline: Mapping[str, Any] | None,
                 first: Mapping[str, Any] | None, whole: bool = False) -> dict[str, Any]:

@@ -118,6 +118,8 @@ class Advance:
                               "the game stays paused here. Advance again to go on.")
         seen: dict[str, Any] = {"event": condition.event} if condition.event is not None else {"path": condition.path}
         seen.update(watch.report())
+        if matched and condition.event is None:
+            seen["value"] = watch.value  # the value the condition held with (as wait_for says it)
         if condition.changes and watch.initial is not None:
             seen["initialValue"] = watch.initial[1]
         return self._answer(state, matched=matched, **seen)
@@ -232,7 +234,7 @@ class Advance:
         return f"after {self.advanced} frames (simFrame {before.get('simFrame')})"
 
     def _answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
-        digest = answer_digest(self.client, state, leave_out=("completedCommandId",))  # each event once
+        digest = answer_digest(self.client, state)  # the whole digest; each event once
         result: dict[str, Any] = {"port": self.port, "tool": "advance", "matched": matched,
                                   "framesAdvanced": self.advanced, **condition, **digest}
         if self.notes:

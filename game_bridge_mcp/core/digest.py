@@ -175,41 +175,6 @@ def digest_keeps(path: str) -> bool | None:
     return False
 
 
-#: What a command's answer shows only when it changed since the port's last answer.
-CHANGING_KEYS = ("screen", "elements", "text", "paused")
-
-
-def remember(digest: Mapping[str, Any], shown: dict[str, Any]) -> None:
-    """Note in ``shown`` (the port's memory of what answers showed) what ``digest`` shows."""
-    for key in CHANGING_KEYS:
-        if key in digest:
-            shown[key] = digest[key]
-    game = digest.get("game")
-    if isinstance(game, Mapping):
-        shown["game"] = dict(game)
-
-
-def only_changes(digest: dict[str, Any], shown: dict[str, Any]) -> dict[str, Any]:
-    """``digest`` without what the port's last answers already showed (``shown``, updated
-    here): the screen, elements, text and paused when the same, and of ``game`` only the
-    fields that changed (a field that went away is shown as null). No field repeated."""
-    out = dict(digest)
-    for key in CHANGING_KEYS:
-        if key in out and key in shown and json_equal(out[key], shown[key]):
-            del out[key]
-    game = digest.get("game")
-    before = shown.get("game")
-    if isinstance(game, Mapping) and isinstance(before, Mapping):
-        changed = {k: v for k, v in game.items() if k not in before or not json_equal(v, before[k])}
-        changed.update({k: None for k in before if k not in game})
-        if changed:
-            out["game"] = changed
-        else:
-            out.pop("game", None)
-    remember(digest, shown)
-    return out
-
-
 def get_path(document: Any, path: str) -> tuple[bool, Any]:
     """``get_path(state, "game.pieces.0.x")`` -> ``(found, value)``.
 

@@ -60,14 +60,12 @@ def answer_events(client: GameClient, state: Mapping[str, Any]) -> dict[str, Any
     return shown(client.events.take(state.get("events"), advertised=client.has_feature("events")))
 
 
-def answer_digest(client: GameClient, state: Mapping[str, Any], *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The digest of ``state`` for an answer about ``client``'s port: :func:`summarise`
+def answer_digest(client: GameClient, state: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole digest of ``state`` for an answer about ``client``'s port: :func:`summarise`
     with the events no answer has shown yet (the cursor moves past them: call it once
-    per answer), without the keys in ``leave_out``."""
+    per answer)."""
     digest = summarise(state)
-    digest.pop("events", None)
-    for key in leave_out:
-        digest.pop(key, None)
+    digest["events"] = []  # none new is said too: the field is always there
     digest.update(answer_events(client, state))
     return digest
 

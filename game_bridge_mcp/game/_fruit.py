@@ -148,6 +148,7 @@ class FruitMerge:
     def new_round(self, seed: int | None = None) -> None:
         if seed is not None:
             self.seed = int(seed)
+        self.best = max(self.best, self.score)  # a round left early still counts for the best
         self._reset_round()
         self.state = "RUNNING"
         self._set_screen("GameScreen")
@@ -451,15 +452,17 @@ class FruitMerge:
     def to_state(self) -> dict[str, Any]:
         return {
             "ui": {"screen": self.screen, "elements": self.elements(), "text": self.board_text(fold_empty=True)},
+            # The scalars are what an agent reads after every move (the digest shows them);
+            # the round's details, the best score and the board's size are nested, read by
+            # get_state (the best is also the menu's "Best: N").
             "game": {
-                "state": self.state, "score": self.score, "best": max(self.best, self.score),
-                "seed": self.seed, "moving": self.moving,
-                "pendingMerges": len(self.pending_merges), "pendingDrops": len(self.pending_drops),
-                "current": PIECES[self.current], "next": PIECES[self.next],
+                "state": self.state, "score": self.score, "moving": self.moving, "current": PIECES[self.current], "next": PIECES[self.next],
                 "held": PIECES[self.held] if self.held is not None else None,
-                "holdUsed": self.hold_used, "drops": self.drops, "merges": self.merges,
-                "biggest": PIECES[self.biggest] if self.biggest is not None else None,
-                "columns": COLUMNS, "rows": ROWS,
+                "drops": self.drops, "merges": self.merges,
+                "round": {"seed": self.seed, "holdUsed": self.hold_used, "pendingMerges": len(self.pending_merges),
+                          "pendingDrops": len(self.pending_drops),
+                          "biggest": PIECES[self.biggest] if self.biggest is not None else None},
+                "size": {"columns": COLUMNS, "rows": ROWS}, "session": {"best": max(self.best, self.score)},
                 "board": [[PIECES[k] if k is not None else None for k in row] for row in self.grid],
                 "falling": [{"piece": PIECES[k], "row": r, "column": c} for k, r, c in self.falling],
             },

@@ -25,8 +25,8 @@ Every other line is an object with a ``type``; version 1 writes ``"call"`` lines
 - ``error`` is ``{"error": name, "message": text, "exitCode": n}``.
 - ``session`` names the bridge that made the call: one for a whole ``serve`` session, a new
   one for each ``call`` process appending to a shared trace (``GAME_BRIDGE_RECORD``).
-  Answers depend on what the same bridge answered before (they leave out what was already
-  shown), so a replay meets each new session as a fresh bridge would. Traces without it
+  An answer's events depend on what the same bridge answered before (each event is shown
+  once), so a replay meets each new session as a fresh bridge would. Traces without it
   are one session.
 - Readers ignore line types and fields they do not know; a new ``version`` is for a
   change an old reader would misread.

@@ -129,9 +129,6 @@ class GameClient(Confirming):
         old_events: EventsCursor | None = getattr(self, "events", None)
         #: The events cursor (wire/events.py): the newest event reported to the agent.
         self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
-        #: What the answers about this port last showed of its digest (core/digest.py's
-        #: only_changes): a command's answer repeats nothing already shown.
-        self.shown: dict[str, Any] = {}
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
         #: The completedCommandId of the newest answer that carried one (None: unknown): a
@@ -152,10 +149,9 @@ class GameClient(Confirming):
         self.broken_features: set[str] = set()
 
     def new_session(self) -> None:
-        """Answer as a bridge that never answered about this port would: forget what the
-        answers showed and which events were reported (what a replay does when a trace
-        moves on to another recording session). What was learned of the game stays."""
-        self.shown = {}
+        """Answer as a bridge that never answered about this port would: forget which
+        events were reported (what a replay does when a trace moves on to another
+        recording session). What was learned of the game stays."""
         self.events = EventsCursor()
 
     def forget(self) -> None:
