@@ -6,13 +6,16 @@ Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bri
   move it; the home is then its parent, and everything below moves with it);
 * ``locks/``: the launcher's per-port lock files;
 * ``logs/``: launched games' output (private, 0700; files 0600);
-* ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them).
+* ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them);
+* ``pythonpath/``: a directory per installed copy of the package, holding only a link to
+  it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`).
 
 When a directory there cannot be made private to this user (a read-only home, another
 user's directory), a private one in the system's temporary directory is used instead
 (``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
-here creates files except :func:`log_dir` and :func:`screenshot_dir` (which must prove a
-directory private before anything is written there); the directories' users create the rest.
+here creates files except :func:`log_dir`, :func:`screenshot_dir` and
+:func:`package_path_dir` (which must prove a directory private before anything is written
+there); the directories' users create the rest.
 
 What is kept is decided in one place too: :func:`prune_files` with a :class:`KeepRule`
 per kind of file (age, count and total size), called by whoever writes that kind.
@@ -45,6 +48,9 @@ ENV_SCREENSHOTS = "GAME_BRIDGE_SCREENSHOTS"
 LOCKS_DIRNAME = "locks"
 LOGS_DIRNAME = "logs"
 SCREENSHOTS_DIRNAME = "screenshots"
+PYTHONPATH_DIRNAME = "pythonpath"
+#: The directory holding this package (the link in ``pythonpath/`` points at it).
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -141,6 +147,35 @@ def screenshot_dir(environ: Mapping[str, str] | None = None, override: str | Pat
     if named:
         return _private_dir(_expand(named, env))
     return _private_under_home(SCREENSHOTS_DIRNAME, environ, override)
+
+
+def package_path_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None,
+                     *, package: Path = PACKAGE_DIR) -> Path | None:
+    """A private directory holding nothing but a link named after ``package`` to it (this
+    package, by default), for a launched game's ``PYTHONPATH``: the game imports the
+    bridge's own copy of the package, and none of what else is installed beside it (the
+    SDK, pydantic), which could clash with the game's own. One directory per copy
+    (``<home>/pythonpath/<hash of its path>``), so bridges of different installs never
+    repoint each other's link. None when no private directory or link can be had."""
+    import hashlib
+
+    base = _private_under_home(PYTHONPATH_DIRNAME, environ, override)
+    if base is None:
+        return None
+    target = str(package)
+    directory = _private_dir(base / hashlib.sha256(target.encode("utf-8")).hexdigest()[:16])
+    if directory is None:
+        return None
+    link = directory / package.name
+    try:
+        if os.path.islink(link) and os.readlink(link) == target:
+            return directory
+        staging = directory / f".{package.name}.{os.getpid()}.{time.monotonic_ns()}"
+        os.symlink(target, staging)
+        os.replace(staging, link)  # atomic: a game starting meanwhile sees the old link or the new
+    except OSError:
+        return None
+    return directory
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ driven over HTTP)."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import signal
 import time
 from pathlib import Path
@@ -356,13 +358,17 @@ def test_demo_init_keeps_its_screenshots_in_the_project(tmp_path: Path, monkeypa
     path = project / "gamebridge.json"
     doc = json.loads(path.read_text())
     assert "--screenshot-dir" in doc["launch"]["argv"]
-    # From a checkout the child gets the directory that holds the package on its path, not the package itself.
-    assert doc["launch"]["env"]["PYTHONPATH"] == str(Path(__file__).resolve().parents[1])
+    # Committable: no path of this machine (the interpreter is {python}; the launcher gives the game the package).
+    assert doc["launch"]["argv"][0] == "{python}" and "env" not in doc["launch"]
+    assert not any(os.path.isabs(arg) for arg in doc["launch"]["argv"]), doc
+    assert sys.executable not in path.read_text() and str(tmp_path) not in path.read_text()
     port = free_port()
     doc["launch"]["portRange"] = f"{port}-{port}"
     path.write_text(json.dumps(doc))
     monkeypatch.chdir(tmp_path)  # the bridge runs elsewhere: the path is the declaration's, not the bridge's
-    config = Config(config_file=path, environ=child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")}))
+    environ = {k: v for k, v in child_env({"HOME": str(tmp_path), "GAME_BRIDGE_HOME": str(tmp_path / "gb")}).items()
+               if k != "PYTHONPATH"}  # the launcher, not the test, puts the package on the game's path
+    config = Config(config_file=path, environ=environ)
     apply_project_config(config)
     bridge = Bridge(config)
     try:

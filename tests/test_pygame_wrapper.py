@@ -205,6 +205,7 @@ def test_a_wrapped_game_passes_the_conformance_check(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert init.returncode == 0, init.stderr
     doc = json.loads((tmp_path / "gamebridge.json").read_text())
+    assert doc["launch"]["argv"][0] == "{python}" and "env" not in doc["launch"]  # no interpreter path: committable
     low, high = free_range(4)
     doc["launch"]["portRange"] = f"{low}-{high}"
     (tmp_path / "gamebridge.json").write_text(json.dumps(doc))

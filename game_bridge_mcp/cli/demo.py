@@ -53,14 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _package_root() -> Path:
-    """The directory that holds the package (a checkout, or site-packages)."""
-    return Path(__file__).resolve().parent.parent.parent
-
-
 def declaration(*, hz: float = 60.0, screenshot_dir: Path | None = None) -> dict[str, Any]:
-    """The launch declaration for the demo game, run by this interpreter."""
-    argv = [sys.executable, "-m", "game_bridge_mcp.game.demo", "--port", "{port}"]
+    """The launch declaration for the demo game: run by the bridge's own interpreter
+    (``{python}``), with no path of this machine in it, so it can be committed (the
+    launcher puts the bridge's package on the game's path)."""
+    argv = ["{python}", "-m", "game_bridge_mcp.game.demo", "--port", "{port}"]
     if hz != 60.0:
         argv += ["--hz", f"{hz:g}"]
     if screenshot_dir is not None:
@@ -70,10 +67,6 @@ def declaration(*, hz: float = 60.0, screenshot_dir: Path | None = None) -> dict
         "cwd": ".",
         "readyTimeoutMs": 30000,
     }
-    root = _package_root()
-    if root.name not in ("site-packages", "dist-packages"):
-        # Running from a checkout: make sure the child can import the package too.
-        launch["env"] = {"PYTHONPATH": str(root)}
     return {"name": "Fruit Merge (game-bridge-mcp demo)", "launch": launch}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -41,6 +42,28 @@ MAX_READY_TIMEOUT_MS = 86_400_000
 MAX_DECLARATION_BYTES = 1024 * 1024
 
 PORT_PLACEHOLDER = "{port}"
+#: Stands for the Python interpreter running the bridge (``sys.executable``), so a
+#: declaration for a Python game names no path of this machine and can be committed.
+PYTHON_PLACEHOLDER = "{python}"
+
+
+def bridge_python() -> str:
+    """The interpreter ``{python}`` stands for: the one running the bridge."""
+    if not sys.executable:
+        raise BridgeUsageError(
+            "The launch declaration uses {python}, the Python running the bridge, but this Python "
+            "does not know its own executable (sys.executable is empty, as in some embedded "
+            "interpreters). Name the interpreter in launch.argv instead, e.g. \"python3\".")
+    return sys.executable
+
+
+def _python_in(text: str, *, quoted: bool = False) -> str:
+    """``text`` with ``{python}`` replaced by the bridge's interpreter (shell-quoted when
+    ``quoted``, for a shell command line); unchanged when it has no ``{python}``."""
+    if PYTHON_PLACEHOLDER not in text:
+        return text
+    python = bridge_python()
+    return text.replace(PYTHON_PLACEHOLDER, shlex.quote(python) if quoted else python)
 
 EXAMPLE = """{
   "name": "My Game",
@@ -72,22 +95,23 @@ class LaunchDeclaration:
     spare: tuple[str, ...] = ()
 
     def render(self, port: int) -> tuple[list[str] | str, bool]:
-        """``(command, use_shell)`` for ``port``: the shell line with ``{port}`` substituted
-        and ``extraArgs`` appended shell-quoted, or the argv list (no shell)."""
+        """``(command, use_shell)`` for ``port``: the shell line with ``{port}`` and
+        ``{python}`` substituted and ``extraArgs`` appended shell-quoted, or the argv list
+        (no shell)."""
         sub = str(int(port))
-        extras = [arg.replace(PORT_PLACEHOLDER, sub) for arg in self.extra_args]
+        extras = [_python_in(arg).replace(PORT_PLACEHOLDER, sub) for arg in self.extra_args]
         if self.command is not None:
-            line = self.command.replace(PORT_PLACEHOLDER, sub)
+            line = _python_in(self.command, quoted=True).replace(PORT_PLACEHOLDER, sub)
             if extras:
                 line += " " + " ".join(shlex.quote(arg) for arg in extras)
             return line, True
         assert self.argv is not None
-        return [arg.replace(PORT_PLACEHOLDER, sub) for arg in self.argv] + extras, False
+        return [_python_in(arg).replace(PORT_PLACEHOLDER, sub) for arg in self.argv] + extras, False
 
     def render_env(self, port: int) -> dict[str, str]:
-        """The declared extra environment, with ``{port}`` substituted in values."""
+        """The declared extra environment, with ``{port}`` and ``{python}`` substituted in values."""
         sub = str(int(port))
-        return {key: value.replace(PORT_PLACEHOLDER, sub) for key, value in self.env.items()}
+        return {key: _python_in(value).replace(PORT_PLACEHOLDER, sub) for key, value in self.env.items()}
 
     def display(self, port: int) -> str:
         """The command for ``port`` as one line a human could paste into a shell."""
@@ -95,17 +119,18 @@ class LaunchDeclaration:
         return command if isinstance(command, str) else shlex.join(command)
 
     def hint(self) -> str:
-        """The command line as a human would type it, ``{port}`` left in (for GameOffline)."""
+        """The command line as a human would type it, ``{port}`` left in and ``{python}``
+        filled in (for GameOffline)."""
         marker = "GAMEBRIDGEPORTPLACEHOLDER"
         if self.command is not None:
-            line = self.command
+            line = _python_in(self.command, quoted=True)
             if self.extra_args:
-                line += " " + " ".join(shlex.quote(a.replace(PORT_PLACEHOLDER, marker))
+                line += " " + " ".join(shlex.quote(_python_in(a).replace(PORT_PLACEHOLDER, marker))
                                        for a in self.extra_args)
             line = line.replace(marker, PORT_PLACEHOLDER)
         else:
             assert self.argv is not None
-            args = [a.replace(PORT_PLACEHOLDER, marker) for a in (*self.argv, *self.extra_args)]
+            args = [_python_in(a).replace(PORT_PLACEHOLDER, marker) for a in (*self.argv, *self.extra_args)]
             line = shlex.join(args).replace(marker, PORT_PLACEHOLDER)
         if self.cwd != self.path.parent:
             line = f"cd {shlex.quote(str(self.cwd))} && {line}"
@@ -361,6 +386,6 @@ def declaration_of(config: Config) -> LaunchDeclaration | None:
     return decl if isinstance(decl, LaunchDeclaration) else None
 
 
-__all__ = ["DECLARATION_FILE", "DEFAULT_PORT_RANGE", "DEFAULT_READY_TIMEOUT_MS", "EXAMPLE",
-           "LaunchDeclaration", "apply_project_config", "declaration_of", "find_declaration",
+__all__ = ["DECLARATION_FILE", "DEFAULT_PORT_RANGE", "DEFAULT_READY_TIMEOUT_MS", "EXAMPLE", "PYTHON_PLACEHOLDER",
+           "LaunchDeclaration", "apply_project_config", "bridge_python", "declaration_of", "find_declaration",
            "load_declaration", "parse_declaration"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import re
 import signal
 import subprocess
 import threading
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from . import parent, procs
@@ -340,7 +341,11 @@ class Instance:
                    f"Working directory: {self.declaration.cwd}\n"
                    f"Full log: {self.capture.log_path}\n\n"
                    f"Last output:\n{output}")
-        extra = {"signal": signal_name(exit_code)} if signal_name(exit_code) else {}
+        extra: dict[str, Any] = {"signal": signal_name(exit_code)} if signal_name(exit_code) else {}
+        advice = missing_module_advice(tail)
+        if advice is not None:
+            message += f"\n\nWhat to do: {advice}"
+            extra["advice"] = advice
         return BridgeUsageError(message, port=self.port, exitCode=exit_code, timedOut=timed_out, **extra,
                                 command=self.command, cwd=str(self.declaration.cwd),
                                 logFile=str(self.capture.log_path), lastOutput=tail)
@@ -364,4 +369,31 @@ class Instance:
         self.lock.release()
 
 
-__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited", "signal_name"]
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]+)'")
+
+
+def missing_module_advice(tail: Sequence[str]) -> str | None:
+    """What to install where, when a Python game's last output says it could not import
+    this package (the kit) or pygame; None for any other failure."""
+    for line in reversed(tail):
+        found = _MISSING_MODULE.search(line)
+        if found is None:
+            continue
+        module = found.group(1).split(".")[0]
+        if module == "game_bridge_mcp":
+            return ("the game's Python cannot import game_bridge_mcp (the kit). The bridge puts its own copy "
+                    "on a launched game's PYTHONPATH, unless the declaration's env sets PYTHONPATH or the "
+                    "game's Python ignores it (-E, -I). Run the game with the bridge's interpreter "
+                    "(\"{python}\" in launch.argv), or install the package into the game's environment: "
+                    "<the game's python> -m pip install <your checkout of game-bridge-mcp>.")
+        if module == "pygame":
+            return ("the game's Python has no pygame. Install pygame-ce into the Python that runs the game "
+                    "(with {python} that is the bridge's: pipx inject game-bridge-mcp pygame-ce, or "
+                    "<that python> -m pip install pygame-ce), and not pygame beside it: the two share the "
+                    "module name, and pygame installed over pygame-ce breaks it.")
+        return None
+    return None
+
+
+__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited", "missing_module_advice",
+           "signal_name"]

@@ -45,7 +45,7 @@ from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
-from ..paths import locks_dir, log_dir
+from ..paths import locks_dir, log_dir, package_path_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
 from .monitor import Monitor
@@ -54,6 +54,8 @@ from .watchlink import NoWatcher, WatcherLink
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int, str], None]
+
+PYTHONPATH = "PYTHONPATH"
 
 #: Seconds between progress reports while waiting for /health.
 PROGRESS_INTERVAL_S = 0.3
@@ -264,8 +266,15 @@ class Launcher:
     def _child_env(self, decl: LaunchDeclaration, port: int, launch_id: str,
                    extra: Mapping[str, str]) -> dict[str, str]:
         env = dict(self._environ)
-        env.update(decl.render_env(port))
+        declared = decl.render_env(port)
+        env.update(declared)
         env.update(extra)
+        if PYTHONPATH not in declared and PYTHONPATH not in extra:
+            # A Python game using the kit imports the bridge's own package, whatever its own
+            # environment has installed (a declaration's PYTHONPATH is the project's choice).
+            entry = package_path_dir(self._environ, self.config.registry_dir)
+            if entry is not None:
+                env[PYTHONPATH] = os.pathsep.join(p for p in (env.get(PYTHONPATH, ""), str(entry)) if p)
         env[MARKER_KEY] = procs.marker_value(self._environ.get(MARKER_KEY), launch_id)
         return env
 

@@ -127,16 +127,15 @@ def _checked(opts: Options) -> Options:
 
 # --------------------------------------------------------------------------- --init
 def declaration(opts: Options) -> dict[str, Any]:
-    """The launch declaration that runs ``opts``' game through the wrapper."""
-    argv = [sys.executable, "-m", "game_bridge_mcp.game.pygame", "--port", "{port}"]
+    """The launch declaration that runs ``opts``' game through the wrapper, with the
+    bridge's own interpreter (``{python}``): no path of this machine, so it can be
+    committed (the launcher puts the bridge's package on the game's path)."""
+    argv = ["{python}", "-m", "game_bridge_mcp.game.pygame", "--port", "{port}"]
     if opts.window:
         argv.append("--window")
     argv += ["-m", opts.module] if opts.module is not None else [str(opts.script)]
     argv += opts.args
     launch: dict[str, Any] = {"argv": argv, "cwd": ".", "readyTimeoutMs": 60000}
-    root = Path(__file__).resolve().parents[3]
-    if root.name not in ("site-packages", "dist-packages"):
-        launch["env"] = {"PYTHONPATH": str(root)}  # a checkout: the child imports it from there
     return {"name": f"{opts.target} (pygame, through game-bridge-mcp)", "launch": launch}
 
 
