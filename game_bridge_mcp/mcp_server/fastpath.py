@@ -99,13 +99,13 @@ class FastPath:
 
     # ------------------------------------------------------------------ lines in
     def incoming(self, line: str) -> bool:
-        """Called on the event loop for every line read; True when it was handled here
-        (the SDK never sees it)."""
+        """Called for every line read (a call taken here runs on a worker thread); True
+        when it was handled here (the SDK never sees it)."""
         if '"tools/call"' in line:
             if not self.active:
                 return False
             message = self._parse(line)
-            return message is not None and self._start(message)
+            return message is not None and self._start(message) is True
         if '"notifications/cancelled"' in line:
             message = self._parse(line)
             params = message.get("params") if message is not None else None
@@ -123,6 +123,20 @@ class FastPath:
                 self._initialized = True
         return False
 
+    def take(self, line: str, here: Callable[[], bool]) -> bool | Callable[[], None]:
+        """:meth:`incoming` for a thread that reads lines itself (``reader.py``): a call
+        it takes is returned to run on that thread, once ``here()`` has agreed (it makes
+        sure another thread reads on meanwhile); True for a line handled here, False for
+        one the SDK gets."""
+        if '"tools/call"' in line:
+            if not self.active:
+                return False
+            message = self._parse(line)
+            if message is None:
+                return False
+            return self._start(message, here)
+        return self.incoming(line)
+
     @staticmethod
     def _parse(line: str) -> dict[str, Any] | None:
         try:
@@ -131,7 +145,8 @@ class FastPath:
             return None
         return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
 
-    def _start(self, message: dict[str, Any]) -> bool:
+    def _start(self, message: dict[str, Any],
+               here: Callable[[], bool] | None = None) -> bool | Callable[[], None]:
         ident = message.get("id")
         params = message.get("params")
         if message.get("method") != "tools/call" or not _request_id(ident) or not isinstance(params, dict):
@@ -148,7 +163,11 @@ class FastPath:
         with self._lock:
             if ident in self._running or len(self._running) >= self.max_calls:
                 return False  # the SDK answers a duplicate id and queues beyond the cap
+            if here is not None and not here():
+                return False  # no thread can read on while it runs here
             self._running[ident] = token
+        if here is not None:
+            return lambda: self._run(ident, name, arguments or {}, progress_token, token)
         self._pool.submit(self._run, ident, name, arguments or {}, progress_token, token)
         return True
 

@@ -62,6 +62,9 @@ class LineReader:
         self._eof = False
         self.intercept: Callable[[str], bool] | None = None
 
+    def fileno(self) -> int:
+        return self._fd
+
     def __aiter__(self) -> "LineReader":
         return self
 

@@ -2,9 +2,10 @@
 
 Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
 descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
-print, a launched game) can ever reach the protocol stream. The protocol's lines are read
-and written on the event loop (``pipes.py``), not through a worker thread each. Shutdown
-has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
+print, a launched game) can ever reach the protocol stream. The protocol's lines are written
+on the event loop (``pipes.py``) or by the thread that ran the call; stdin is read by
+threads that run the ``tools/call`` lines they read themselves (``reader.py``) and pass
+the rest to the SDK's event loop. Shutdown has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
 (which reaps launched instances) and then the process exits.
 """
 
@@ -32,6 +33,7 @@ from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .fastpath import DISABLE_ENV, FastPath
 from .pipes import LineReader, Writer, loop_streams
+from .reader import ThreadedReader
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -84,9 +86,14 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     app = BridgeServer(bridge)
     stdin, stdout = _claim_stdio()
     fast: FastPath | None = None
+    reader: ThreadedReader | None = None
     if isinstance(stdin, LineReader) and isinstance(stdout, Writer) and config.environ.get(DISABLE_ENV) != "1":
         fast = FastPath(app, stdout)  # tools/call lines answered without the SDK's machinery
-        stdin.intercept, stdout.observe = fast.incoming, fast.outgoing
+        stdout.observe = fast.outgoing
+        # stdin is read on threads that run the calls they read; the SDK reads the rest
+        reader = ThreadedReader(stdin.fileno(), fast, max_calls=fast.max_calls)
+        stdin = LineReader(reader.sdk_fd)
+        reader.start()
     # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
     # as long as the process: keep it out of the collector's full passes, which otherwise
     # rescan it while a large /state is parsed and digested.
