@@ -19,11 +19,21 @@ from browser import count_colour, dump_dom, read_png, screenshot, write_png
 MAGENTA, CYAN = (255, 0, 255), (0, 200, 200)
 
 
-class OfflineBridge:
-    """The edge the recorder reads identity from: here, a game that never answers."""
+class Shots:
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
 
-    def __init__(self) -> None:
+    def directory(self) -> Path | None:
+        return self.folder
+
+
+class OfflineBridge:
+    """The edge the recorder reads identity from: here, a game that never answers, and the
+    folder where its bridge saves screenshots (the only place copies are taken from)."""
+
+    def __init__(self, shots: Path | None = None) -> None:
         self.config = Config(environ={}, registry_dir=Path("/nonexistent"))
+        self.screenshots = Shots(shots)
 
     def manifest(self, port: int, **_kw: Any) -> Any:
         raise GameOffline(port)
@@ -42,7 +52,7 @@ def test_screenshots_are_copied_beside_the_trace_and_shown_inline(tmp_path: Path
     shots.mkdir()
     first = write_png(shots / "a.png", 60, 40, MAGENTA)
     trace_path = tmp_path / "rec" / "session.trace"
-    recorder = Recorder(trace_path, OfflineBridge())
+    recorder = Recorder(trace_path, OfflineBridge(shots))
     arguments = {"port": 7820, "name": "get_screenshot", "arguments": {"maxWidth": 60}}
     recorder.call("call_tool", arguments, lambda: shot_answer(first, 10))
     recorder.call("call_tool", arguments, lambda: shot_answer(first, 11))
@@ -54,12 +64,13 @@ def test_screenshots_are_copied_beside_the_trace_and_shown_inline(tmp_path: Path
     line = json.loads(trace_path.read_text().splitlines()[1])
     assert line["answer"]["format"] == "png" and "game" not in line  # no identity from a silent game
 
-    replayed = [write_png(tmp_path / "r1.png", 60, 40, MAGENTA), write_png(tmp_path / "r2.png", 60, 40, CYAN)]
+    replayed = [write_png(shots / "r1.png", 60, 40, MAGENTA), write_png(shots / "r2.png", 60, 40, CYAN)]
     answers = [dict(shot_answer(replayed[0], 90), port=40001), dict(shot_answer(replayed[1], 91), port=40001)]
     answers[1]["changed"] = False  # the second replayed screenshot is "the same as before": a divergence
     result = replay(trace, lambda _n, _a, _p: answers.pop(0), {7820: 40001},
                     rules=IgnoreRules.defaults(), summarise=lambda s: s)
     assert [s.status for s in result.steps] == ["same", "diverged"]
+    result.screenshots = shots  # the replaying bridge's folder
     page = write_report(tmp_path / "report.html", result)
     html = page.read_text()
     assert html.count('src="data:image/png;base64,') == 4  # recorded and replayed, both steps

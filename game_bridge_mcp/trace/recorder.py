@@ -10,7 +10,6 @@ writer reports its first failure once and then stays quiet.
 from __future__ import annotations
 
 import logging
-import shutil
 import secrets
 import threading
 import time
@@ -21,13 +20,14 @@ from typing import Any, Callable
 from .._version import __version__
 from ..errors import BridgeError
 from .format import answer_fields, error_fields, jsonable, utc_now
+from .files import MAX_FILE_BYTES, CopyFolder, read_in_folder
 from .identity import live_identity
 from .writer import TraceWriter, Warn
 
 log = logging.getLogger(__name__)
 
 #: Screenshots larger than this are referenced, not copied beside the trace.
-MAX_SCREENSHOT_COPY = 16 * 1024 * 1024
+MAX_SCREENSHOT_COPY = MAX_FILE_BYTES
 _NO_PORT_TOOLS = frozenset({"list_instances", "launch_instance"})
 
 
@@ -68,6 +68,8 @@ class Recorder:
         self._identities: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._shots = 0
+        #: The trace's private folder of screenshot copies (made on the first copy).
+        self.copies = CopyFolder(self.path)
         #: Which recording this is: each ``call`` process appending to a shared trace is a
         #: session of its own, with a fresh bridge (see format.py).
         self.session = secrets.token_hex(6)
@@ -155,25 +157,27 @@ class Recorder:
         return identity
 
     def _screenshot(self, answer: Any) -> dict[str, Any] | None:
-        """A screenshot the bridge saved (``get_screenshot``'s ``file``), copied beside
-        the trace so the recording keeps it when the bridge's own copy is pruned."""
+        """A screenshot the bridge saved (``get_screenshot``'s ``file``), copied into the
+        trace's private folder (:mod:`.files`) so the recording keeps it when the bridge's
+        own copy is pruned. Only a file in the bridge's own screenshot folder is copied:
+        an answer naming any other file (a game's command can answer anything) is kept
+        as a name."""
         if not isinstance(answer, Mapping) or answer.get("format") not in ("png", "jpeg"):
             return None
         file = answer.get("file")
         if not isinstance(file, str) or not file:
             return None
         out: dict[str, Any] = {"file": file}
-        source = Path(file)
         try:
-            if source.is_file() and source.stat().st_size <= MAX_SCREENSHOT_COPY:
+            screenshots = getattr(self.bridge, "screenshots", None)
+            folder = screenshots.directory() if screenshots is not None else None
+            data = read_in_folder(folder, file, max_bytes=MAX_SCREENSHOT_COPY)
+            if data is not None:
                 with self._lock:
                     self._shots += 1
                     number = self._shots
-                folder = self.path.with_name(self.path.name + ".files")
-                folder.mkdir(parents=True, exist_ok=True)
-                target = folder / f"{int(time.time() * 1000)}-{number}{source.suffix or '.png'}"
-                shutil.copyfile(source, target)
-                out["copy"] = f"{folder.name}/{target.name}"
+                suffix = Path(file).suffix if Path(file).suffix in (".png", ".jpg", ".jpeg") else ".png"
+                out["copy"] = self.copies.write(f"{int(time.time() * 1000)}-{number}{suffix}", data)
         except OSError as exc:
             log.debug("could not copy screenshot %s: %s", file, exc)
         return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -54,6 +55,8 @@ class ReplayResult:
     failure: BridgeError | None = None
     failed_step: StepOutcome | None = None
     notes: list[str] = field(default_factory=list)
+    #: The replaying bridge's screenshot folder: the only place replayed screenshots are read from.
+    screenshots: Path | None = None
 
     @property
     def divergences(self) -> list[StepOutcome]:

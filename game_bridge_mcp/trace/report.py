@@ -8,7 +8,9 @@ The page: a verdict banner; the recording's and the replay instance's identity; 
 one square per step (a link to it, coloured by outcome); then the timeline, each step
 with its time, call and arguments, the recorded and the replayed answer side by side, the
 differing paths marked in both and listed in a table, and the screenshots the recording
-and the replay saved.
+and the replay saved: only the recording's own copies, read from inside the trace's
+folder, and the replaying bridge's own files (:mod:`.files`), never a path a trace or a
+game names elsewhere.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Iterable
 
+from .files import MAX_FILE_BYTES, read_in_folder, read_inside
 from .reader import Call
 from .compare import IgnoreRules
 from .replay import DIVERGED, FAILED, NOT_RUN, SAME, SKIPPED, ReplayResult, StepOutcome
 
-MAX_IMAGE_BYTES = 8 * 1024 * 1024
+MAX_IMAGE_BYTES = MAX_FILE_BYTES
 MAX_JSON_CHARS = 200_000
 _STATUS_TEXT = {SAME: "same", DIVERGED: "DIVERGED", SKIPPED: "not replayed", NOT_RUN: "not run", FAILED: "FAILED"}
 
@@ -101,12 +104,8 @@ def json_html(value: Any, marked: set[str], path: tuple[str, ...] = (), indent: 
     return pad + body
 
 
-def _image_uri(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_IMAGE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
+def _image_uri(data: bytes | None) -> str | None:
+    if data is None:
         return None
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
         mime = "image/png"
@@ -117,32 +116,34 @@ def _image_uri(path: Path) -> str | None:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def recorded_screenshot(call: Call, trace_dir: Path) -> Path | None:
+def recorded_image(call: Call, trace_dir: Path) -> tuple[str, bytes | None] | None:
+    """``(name, bytes)`` of the screenshot a recorded call kept: only its ``copy``, and only
+    from inside the trace's own folder (:func:`.files.read_inside`); None when it names none."""
     shot = call.screenshot
     if not shot:
         return None
-    copy = shot.get("copy")
-    if isinstance(copy, str) and copy and not Path(copy).is_absolute() and ".." not in Path(copy).parts:
-        candidate = trace_dir / copy
-        if candidate.is_file():
-            return candidate
-    original = shot.get("file")
-    return Path(original) if isinstance(original, str) and original else None
+    copy, original = shot.get("copy"), shot.get("file")
+    name = copy if isinstance(copy, str) and copy else original if isinstance(original, str) else None
+    if not name:
+        return None
+    return name, read_inside(trace_dir, copy, max_bytes=MAX_IMAGE_BYTES)
 
 
-def replayed_screenshot(step: StepOutcome) -> Path | None:
+def replayed_image(step: StepOutcome, folder: Path | None) -> tuple[str, bytes | None] | None:
+    """``(name, bytes)`` of the screenshot a replayed call saved: only a file in the
+    replaying bridge's own screenshot folder (a game's answer may name any file)."""
     answer = step.answer
     if isinstance(answer, Mapping) and isinstance(answer.get("file"), str) and answer.get("format") in ("png", "jpeg"):
-        return Path(answer["file"])
+        return answer["file"], read_in_folder(folder, answer["file"], max_bytes=MAX_IMAGE_BYTES)
     return None
 
 
-def _shot_html(path: Path | None, label: str) -> str:
-    if path is None:
+def _shot_html(shot: tuple[str, bytes | None] | None, label: str) -> str:
+    if shot is None:
         return ""
-    uri = _image_uri(path)
+    uri = _image_uri(shot[1])
     if uri is None:
-        return f'<p class="meta">{_e(label)} screenshot {_e(path)} is not available.</p>'
+        return f'<p class="meta">{_e(label)} screenshot {_e(shot[0])} is not available.</p>'
     return f'<img class="shot" alt="{_e(label)} screenshot" src="{uri}">'
 
 
@@ -167,7 +168,8 @@ def _diff_table(step: StepOutcome) -> str:
     return f'<table class="diff"><tr><th>path</th><th>recorded</th><th>replayed</th></tr>{rows}</table>'
 
 
-def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, rules: IgnoreRules) -> str:
+def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: Path | None,
+               rules: IgnoreRules) -> str:
     call = step.call
     status = step.status
     offset = ""
@@ -198,8 +200,8 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, rules: Igno
         sides = (f"<details><summary>recorded answer ({why})</summary><div class=\"sides\">"
                  + _side("recorded", _recorded_value(call), set(), None) + "</div></details>")
     parts.append(sides)
-    shots = [_shot_html(recorded_screenshot(call, trace_dir), "recorded"),
-             _shot_html(replayed_screenshot(step), "replayed") if replayed else ""]
+    shots = [_shot_html(recorded_image(call, trace_dir), "recorded"),
+             _shot_html(replayed_image(step, shots_dir), "replayed") if replayed else ""]
     if any(shots):  # screenshots stay in view, whatever is folded
         parts.append('<div class="sides shots">' + "".join(
             f'<div class="side"><h4>{label} screenshot</h4>{html_}</div>' if html_ else '<div class="side"></div>'
@@ -255,7 +257,7 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
                     f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
                     for s in result.steps)
-    steps = "\n".join(_step_html(s, t0, trace_dir, result.rules) for s in result.steps)
+    steps = "\n".join(_step_html(s, t0, trace_dir, result.screenshots, result.rules) for s in result.steps)
     failure = ""
     if result.failure is not None:
         failure = f'<p class="error">{_e(result.failure.render())}</p>'

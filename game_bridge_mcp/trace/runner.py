@@ -130,6 +130,7 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
                         mapping, rules=rules, summarise=summarise, keep_going=update,
                         new_session=lambda: bridge.new_session(mapping.values()))
         result.notes.extend(notes)
+        result.screenshots = bridge.screenshots.directory()
         if result.failed_step is not None:
             tail = _last_output(bridge, result.failed_step.replay_port)
             if tail:

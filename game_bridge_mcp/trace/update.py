@@ -2,14 +2,14 @@
 
 The calls and their arguments are the recording's, in its order; each replayed call gets
 the answer (or error), duration and game identity of the replay, and its screenshot is
-copied beside the new trace. Session calls (launch, list, describe, stop) are kept as
-recorded. The file is replaced in one rename, so a failed update leaves the old one whole.
+copied into the new trace's private folder (:mod:`.files`). Session calls (launch, list,
+describe, stop) are kept as recorded. The file (mode 0600, like every trace) is replaced in
+one rename, so a failed update leaves the old one whole.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from collections.abc import Mapping
@@ -18,14 +18,15 @@ from typing import Any, Callable
 from .._version import __version__
 from .format import answer_fields, dumps, header, jsonable
 from .replay import DIVERGED, SAME, ReplayResult
-from .report import recorded_screenshot, replayed_screenshot
+from .files import CopyFolder
+from .report import recorded_image, replayed_image
 
 
 def write_updated(result: ReplayResult, target: str | Path, *, identities: Mapping[int, Mapping[str, Any]],
                   summarise: Callable[[Any], dict[str, Any]]) -> Path:
     """Write the replay in ``result`` as a trace at ``target`` (atomically)."""
     target = Path(target)
-    files = target.with_name(target.name + ".files")
+    files = CopyFolder(target)
     lines = [header("replay --update", __version__)]
     stamp = int(time.time() * 1000)
     for number, step in enumerate(result.steps, start=1):
@@ -42,19 +43,19 @@ def write_updated(result: ReplayResult, target: str | Path, *, identities: Mappi
             if ident:
                 record["game"] = jsonable(ident)
             record["port"] = recorded_port
-            shot = replayed_screenshot(step)
+            shot = replayed_image(step, result.screenshots)
         else:
             for key in ("answer", "answerSummary", "answerBytes", "answerSha256", "error"):
                 if key in step.call.record:
                     record[key] = step.call.record[key]
-            shot = recorded_screenshot(step.call, result.trace.path.parent)
-        if shot is not None and shot.is_file():
-            files.mkdir(parents=True, exist_ok=True)
-            copy = files / f"{stamp}-{number}{shot.suffix or '.png'}"
-            shutil.copyfile(shot, copy)
-            record["screenshot"] = {"file": str(shot), "copy": f"{files.name}/{copy.name}"}
+            shot = recorded_image(step.call, result.trace.path.parent)
+        if shot is not None and shot[1] is not None:
+            suffix = ".jpg" if shot[1].startswith(b"\xff\xd8") else ".png"
+            record["screenshot"] = {"file": shot[0], "copy": files.write(f"{stamp}-{number}{suffix}", shot[1])}
         lines.append(record)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(dumps(line) + "\n" for line in lines), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.writelines(dumps(line) + "\n" for line in lines)
     tmp.replace(target)
     return target

@@ -6,11 +6,13 @@ failure once (on stderr, through ``warn``), stops writing, and every later ``wri
 no-op. Several processes may append to one file (``GAME_BRIDGE_RECORD`` set for a run of
 ``call`` commands): the file is opened with ``O_APPEND`` and each line goes out in one
 ``os.write``, so lines from different writers do not interleave; the header is written
-only by the writer that finds the file empty.
+only by the writer that finds the file empty. A new trace is created 0600 (it holds
+the game's answers); a link under the name, or a file of another user's, is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -64,15 +66,22 @@ class TraceWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # O_NONBLOCK: a FIFO planted under the name must not hang the call that records
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
-                         | getattr(os, "O_CLOEXEC", 0), 0o644)
+            # O_NOFOLLOW: a link planted under the name must not choose the file written.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
-            self.fail(f"cannot open it ({exc.strerror or exc})")
+            if exc.errno == errno.ELOOP:
+                self.fail("it is a symbolic link (give the file itself)")
+            else:
+                self.fail(f"cannot open it ({exc.strerror or exc})")
             return None
         self._fd = fd
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISCHR(info.st_mode)):
             self.fail("it is not a regular file")
+            return None
+        if stat.S_ISREG(info.st_mode) and info.st_uid != os.geteuid():
+            self.fail(f"it belongs to another user (uid {info.st_uid}), who could read or change it")
             return None
         os.set_blocking(fd, True)
         try:
