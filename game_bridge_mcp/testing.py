@@ -42,15 +42,25 @@ MARKER = "game_bridge"
 class GameDriver:
     """The tools, bound to one instance: ``driver.call("drop", x=1)`` or ``driver.drop(x=1)``
     runs ``call_tool {port, name: "drop", arguments: {x: 1}}`` and returns its answer (an
-    error is raised as the bridge's error type: ``GameOffline``, ``CommandTimeout`` ...)."""
+    error is raised as the bridge's error type: ``GameOffline``, ``CommandTimeout`` ...).
+    ``until=`` is call_tool's: ``driver.drop(x=1, until={"path": "game.moving", "equals": 0})``
+    waits for the board to settle in the same call (for ``advance``, whose own argument
+    ``until`` is, it is advance's)."""
 
     def __init__(self, bridge: Any, port: int) -> None:
         self.bridge = bridge
         self.port = port
 
-    def call(self, name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self.bridge.run_tool("call_tool", {
-            "name": name, "arguments": {**(arguments or {}), **kwargs}, "port": self.port})
+    def call(self, name: str, arguments: dict[str, Any] | None = None, /, *, until: dict[str, Any] | None = None,
+             **kwargs: Any) -> dict[str, Any]:
+        args = {**(arguments or {}), **kwargs}
+        call: dict[str, Any] = {"name": name, "arguments": args, "port": self.port}
+        if until is not None:
+            if name == "advance":
+                args["until"] = until
+            else:
+                call["until"] = until
+        result: dict[str, Any] = self.bridge.run_tool("call_tool", call)
         return result
 
     def state(self) -> dict[str, Any]:

@@ -33,8 +33,7 @@ from game_bridge_mcp.errors import BridgeUsageError
 def test_two_cherries_merge(game):
     game.click(label="Start")
     for _ in range(2):
-        game.drop(x=0)
-        game.wait_for(path="game.moving", equals=0, timeoutMs=10000)
+        game.drop(x=0, until={"path": "game.moving", "equals": 0, "timeoutMs": 10000})
     assert game.get_state(summary=True)["game"]["merges"] == 1
     assert game.port in game.bridge.launched_ports()
 

@@ -119,7 +119,7 @@ class FakeGame:
         self.answers = list(answers)
         self.calls: list[tuple[str, dict, int]] = []
 
-    def __call__(self, name: str, arguments: dict, port: int) -> Any:
+    def __call__(self, name: str, arguments: dict, port: int, options: dict) -> Any:
         self.calls.append((name, arguments, port))
         answer = self.answers.pop(0)
         if isinstance(answer, BaseException):

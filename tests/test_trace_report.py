@@ -67,7 +67,7 @@ def test_screenshots_are_copied_beside_the_trace_and_shown_inline(tmp_path: Path
     replayed = [write_png(shots / "r1.png", 60, 40, MAGENTA), write_png(shots / "r2.png", 60, 40, CYAN)]
     answers = [dict(shot_answer(replayed[0], 90), port=40001), dict(shot_answer(replayed[1], 91), port=40001)]
     answers[1]["changed"] = False  # the second replayed screenshot is "the same as before": a divergence
-    result = replay(trace, lambda _n, _a, _p: answers.pop(0), {7820: 40001},
+    result = replay(trace, lambda _n, _a, _p, _o: answers.pop(0), {7820: 40001},
                     rules=IgnoreRules.defaults(), summarise=lambda s: s)
     assert [s.status for s in result.steps] == ["same", "diverged"]
     result.screenshots = shots  # the replaying bridge's folder

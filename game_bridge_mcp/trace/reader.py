@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import BridgeUsageError
 from ..jsonio import FileProblem, decode_json, read_capped
+from ..tools import tool_def
 from .format import FORMAT, REPLAYED_TOOLS, VERSION
 
 #: A trace bigger than this is refused rather than read into memory.
@@ -33,6 +34,8 @@ class Call:
     name: str | None
     arguments: dict[str, Any]
     record: dict[str, Any]
+    #: What else the call_tool call carried (``until`` ...): sent again on replay.
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def replayed(self) -> bool:
@@ -63,9 +66,11 @@ class Call:
     def label(self) -> str:
         """``call_tool drop {"x": 1}``: the call as a person reads it."""
         args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+        extra = "".join(f" {key} {json.dumps(value, ensure_ascii=False, sort_keys=True)}"
+                        for key, value in self.options.items())
         if self.tool == "call_tool" and self.name:
-            return f"{self.name} {args}"
-        return f"{self.tool} {args}"
+            return f"{self.name} {args}{extra}"
+        return f"{self.tool} {args}{extra}"
 
 
 @dataclass(frozen=True)
@@ -189,5 +194,30 @@ def _call(path: Path, number: int, step: int, record: Mapping[str, Any]) -> Call
     if "answer" not in record and "answerSummary" not in record and not isinstance(record.get("error"), dict):
         raise _fail(path, f"has a call with neither an answer nor an error on line {number}",
                     "A call line records what the call returned; fix or delete that line.", line=number)
+    options = _options(path, number, tool, record.get("options", {}))
     return Call(step=step, line=number, tool=tool, port=port, name=name if isinstance(name, str) else None,
-                arguments=dict(arguments), record=dict(record))
+                arguments=dict(arguments), record=dict(record), options=options)
+
+
+def _options(path: Path, number: int, tool: str, options: Any) -> dict[str, Any]:
+    """A call line's ``options``: what else its ``call_tool`` call carried. Each must be
+    an argument this bridge's ``call_tool`` takes, or the replay would not send what was
+    recorded: an unknown one is refused, named."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise _fail(path, f"has a call whose options are not a JSON object on line {number}",
+                    "Fix or delete that line.", line=number)
+    if not options:
+        return {}
+    call_tool = tool_def("call_tool")
+    known = set((call_tool.input_schema.get("properties") or {}) if call_tool is not None else ()) - {
+        "name", "arguments", "port"}
+    for key in options:
+        if tool != "call_tool" or key not in known:
+            takes = ", ".join(sorted(known)) or "none"
+            raise _fail(path, f"has a call on line {number} carrying the option {str(key)[:64]!r}, which this "
+                        f"game-bridge-mcp's call_tool does not take (it takes {takes})",
+                        "It was recorded by another version: replay it with that version, or delete the "
+                        "option from the line to replay the call without it.", line=number, option=str(key)[:64])
+    return dict(options)

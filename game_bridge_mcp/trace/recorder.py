@@ -31,19 +31,22 @@ MAX_SCREENSHOT_COPY = MAX_FILE_BYTES
 _NO_PORT_TOOLS = frozenset({"list_instances", "launch_instance"})
 
 
-def canonical_call(tool: str, arguments: Mapping[str, Any] | None) -> tuple[str | None, Any, dict[str, Any]]:
-    """``(name, explicit port, arguments)`` of a call as the trace keeps it: for call_tool
-    the tool it runs and that tool's own arguments, ``port`` taken out of them."""
+def canonical_call(tool: str, arguments: Mapping[str, Any] | None
+                   ) -> tuple[str | None, Any, dict[str, Any], dict[str, Any]]:
+    """``(name, explicit port, arguments, options)`` of a call as the trace keeps it: for
+    call_tool the tool it runs, that tool's own arguments (``port`` taken out of them) and
+    everything else the call carried (``until``, and whatever call_tool takes later)."""
     args = dict(arguments or {})
     if tool == "call_tool":
-        inner = args.get("arguments")
+        inner = args.pop("arguments", None)
         inner = dict(inner) if isinstance(inner, Mapping) else {}
-        port = args.get("port")
+        port = args.pop("port", None)
         inner_port = inner.pop("port", None)
-        name = args.get("name")
-        return (name if isinstance(name, str) else None), (port if port is not None else inner_port), inner
+        name = args.pop("name", None)
+        return ((name if isinstance(name, str) else None), (port if port is not None else inner_port), inner,
+                {str(k): v for k, v in args.items() if v is not None})
     port = args.pop("port", None) if tool not in _NO_PORT_TOOLS else args.get("port")
-    return None, port, args
+    return None, port, args, {}
 
 
 def _int_port(value: Any) -> int | None:
@@ -78,7 +81,7 @@ class Recorder:
     def call(self, tool: str, arguments: Mapping[str, Any] | None, run: Callable[[], Any]) -> Any:
         """Run ``run()`` (the call itself) and record it; returns or raises what it did."""
         try:
-            name, explicit, args = canonical_call(tool, arguments)
+            name, explicit, args, options = canonical_call(tool, arguments)
             port = _int_port(explicit)
             if port is None and tool not in _NO_PORT_TOOLS:
                 port = _int_port(self.bridge.config.default_port())
@@ -86,19 +89,20 @@ class Recorder:
                 self._identity(port, fetch=True)
         except Exception:  # noqa: BLE001 - recording never breaks a call
             log.debug("could not prepare the trace line", exc_info=True)
-            name, args, port = None, {}, None
+            name, args, port, options = None, {}, None, {}
         started_at, started = utc_now(), time.monotonic()
         wall = time.time()
         try:
             answer = run()
         except BaseException as exc:
-            self._write(tool, name, port, args, started_at, wall, started, None, exc)
+            self._write(tool, name, port, (args, options), started_at, wall, started, None, exc)
             raise
-        self._write(tool, name, port, args, started_at, wall, started, answer, None)
+        self._write(tool, name, port, (args, options), started_at, wall, started, answer, None)
         return answer
 
     # ------------------------------------------------------------------ lines
-    def _write(self, tool: str, name: str | None, port: int | None, args: dict[str, Any], when: str,
+    def _write(self, tool: str, name: str | None, port: int | None,
+               carried: tuple[dict[str, Any], dict[str, Any]], when: str,
                wall: float, started: float, answer: Any, exc: BaseException | None) -> None:
         if self.writer.failed:
             return
@@ -111,7 +115,10 @@ class Recorder:
             if name is not None:
                 record["name"] = name
             record["port"] = port
+            args, options = carried
             record["arguments"] = jsonable(args)
+            if options:
+                record["options"] = jsonable(options)
             record["durationMs"] = duration
             if exc is None:
                 record.update(answer_fields(answer, self._summariser()))

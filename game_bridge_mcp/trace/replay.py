@@ -23,8 +23,9 @@ from .compare import Difference, IgnoreRules, differences
 from .format import jsonable
 from .reader import Call, Trace
 
-#: ``run(name, arguments, port)``: one call_tool against the replay instance.
-RunCall = Callable[[str, dict[str, Any], int], Any]
+#: ``run(name, arguments, port, options)``: one call_tool against the replay instance,
+#: with everything else the recorded call carried (``options``: ``until`` ...).
+RunCall = Callable[[str, dict[str, Any], int, dict[str, Any]], Any]
 Summarise = Callable[[Any], dict[str, Any]]
 
 SAME, DIVERGED, SKIPPED, NOT_RUN, FAILED = "same", "diverged", "skipped", "not-run", "failed"
@@ -154,7 +155,7 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
         error: dict[str, Any] | None = None
         raised: BaseException | None = None
         try:
-            answer = jsonable(run(call.name, dict(call.arguments), target))
+            answer = jsonable(run(call.name, dict(call.arguments), target, dict(call.options)))
         except (BridgeError, RecursionError) as exc:
             error, raised = _error_dict(exc), exc
         duration = round((clock() - started) * 1000, 3)

@@ -181,6 +181,7 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: 
             f'<code>{_e(call.name or call.tool)}</code><span class="meta">{_e(call.tool)}, port {_e(port)}</span>'
             f'<span class="status">{_e(_STATUS_TEXT.get(status, status))}</span></div>')
     parts = [head, f'<pre class="args">{_e(_dump(call.arguments))}</pre>']
+    parts += [f'<pre class="args">{_e(key)} {_e(_dump(value))}</pre>' for key, value in call.options.items()]
     marked_rec = {d.path for d in step.differences if d.kind != "added"}
     marked_rep = {d.path for d in step.differences if d.kind != "missing"}
     if step.differences:

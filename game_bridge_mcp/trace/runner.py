@@ -125,8 +125,8 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
             notes += [f"replaying anyway (--force): {b}" for b in blocking] + soft
         paused = all(trace.started_paused(p) for p in recorded)
         rules = IgnoreRules.defaults(paused=paused, extra=ignore)
-        result = replay(trace, lambda name, args, port: bridge.run_tool(
-                            "call_tool", {"name": name, "arguments": args, "port": port}),
+        result = replay(trace, lambda name, args, port, options: bridge.run_tool(
+                            "call_tool", {**options, "name": name, "arguments": args, "port": port}),
                         mapping, rules=rules, summarise=summarise, keep_going=update,
                         new_session=lambda: bridge.new_session(mapping.values()))
         result.notes.extend(notes)
