@@ -138,6 +138,55 @@ def test_other_methods_and_bodies_are_refused_and_close(server: Any) -> None:
     assert seen == ["/x"]
 
 
+SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+@pytest.mark.parametrize("framing, status", [
+    (b"Content-Length: 0\r\nContent-Length: %d\r\n" % len(SMUGGLED), 400),  # the first used to win
+    (b"Content-Length: %d\r\nContent-Length: 0\r\n" % len(SMUGGLED), 400),
+    (b"Transfer-Encoding: \r\n", 400),  # empty: used to count as absent
+    (b"Transfer-Encoding: chunked\r\n", 400),
+    (b"Transfer-Encoding: identity\r\nContent-Length: 0\r\n", 400),
+    (b"Content-Length: +0\r\n", 400),
+    (b"Content-Length: 0, 0\r\n", 400),
+    (b"Content-Length: \xd9\xa0\r\n", 400),  # an Arabic-Indic zero: isdigit, not a number here
+    (b"Content Length: 0\r\n", 400),  # not a token
+    (b"X-A: 1\rX-B: 2\r\n", 400),  # a bare CR inside a header line
+])
+def test_a_request_whose_end_is_in_doubt_is_refused_and_nothing_after_it_runs(server: Any, framing: bytes,
+                                                                            status: int) -> None:
+    kit, seen = server
+    with connect(kit) as sock:
+        body = b"0\r\n\r\n" + SMUGGLED if b"chunked" in framing or framing.startswith(b"Transfer") else SMUGGLED
+        sock.sendall(b"GET /x HTTP/1.1\r\n" + host(kit) + framing + b"\r\n" + body)
+        got = answers(sock, 2)
+        assert [answer[0] for answer in got] == [status], got
+        assert got[0][1]["connection"] == "close" and json.loads(got[0][2])["ok"] is False
+        assert closed(sock)
+    assert seen == []
+
+
+@pytest.mark.parametrize("version, status", [
+    (b"HTTP/1.9", 505), (b"HTTP/1.10", 505), (b"HTTP/0.9", 505), (b"HTTP/1.1 ", 400), (b"http/1.1", 400),
+])
+def test_only_http_1_0_and_1_1_are_served(server: Any, version: bytes, status: int) -> None:
+    kit, seen = server
+    with connect(kit) as sock:
+        sock.sendall(b"GET /x " + version + b"\r\n" + host(kit) + b"\r\n")
+        (got, headers, _body), = answers(sock, 1)
+        assert got == status and headers["connection"] == "close"
+    assert seen == []
+
+
+@pytest.mark.parametrize("line", [b"GET  /x HTTP/1.1", b"GET\t/x HTTP/1.1", b"GET /x  HTTP/1.1"])
+def test_a_request_line_is_three_parts_split_by_single_spaces(server: Any, line: bytes) -> None:
+    kit, seen = server
+    with connect(kit) as sock:
+        sock.sendall(line + b"\r\n" + host(kit) + b"\r\n")
+        assert answers(sock, 1)[0][0] == 400
+    assert seen == []
+
+
 @pytest.mark.parametrize("request_head, keeps", [
     (b"GET /x HTTP/1.1\r\n", True),
     (b"GET /x HTTP/1.1\r\nConnection: close\r\n", False),

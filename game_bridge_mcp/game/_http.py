@@ -20,6 +20,13 @@ Why this is not a plain ``BaseHTTPRequestHandler``:
   when it carries an ``Origin`` header, or when the browser's ``Sec-Fetch-Site`` says
   it came from another site.
 * **Quiet.** Request logging goes to ``logging`` at DEBUG, never to stderr.
+* **Bounded.** At most :data:`MAX_CONNECTIONS` connections (each a thread) are open; a
+  request's line and headers are at most :data:`MAX_HEAD` bytes and must all arrive within
+  :data:`HEAD_TIMEOUT_S`; an answer must be taken within :data:`WRITE_TIMEOUT_S`
+  (:mod:`game_bridge_mcp.game._connections` keeps the table and its deadlines).
+* **Strict.** HTTP/1.0 and 1.1 only, at most one ``Content-Length`` (digits), no
+  ``Transfer-Encoding`` at all, header names that are tokens: a request whose end is in
+  any doubt is refused and its connection closed, so no body can run as a request.
 * **Stoppable.** Open keep-alive connections are tracked and shut down on stop, so the
   port goes quiet at once.
 
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import ipaddress
 import json
 import logging
@@ -40,7 +48,9 @@ import socket
 import socketserver
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Union, cast
+
+from ._connections import Connection, ConnectionTable
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +73,13 @@ RouteAnswer = Union["tuple[int, bytes]", Answer]
 Route = Callable[[str, str], RouteAnswer]
 #: How long an idle keep-alive connection is kept open.
 IDLE_TIMEOUT_S = 60.0
+#: Open connections (each a thread) at most; see :mod:`._connections` for who gives way.
+MAX_CONNECTIONS = 64
+#: A request's line and headers arrive within this (from the accept, or the first byte
+#: of a kept-alive connection's next request).
+HEAD_TIMEOUT_S = 10.0
+#: An answer is taken by the peer within this.
+WRITE_TIMEOUT_S = 10.0
 
 
 def json_bytes(doc: Any) -> bytes:
@@ -119,9 +136,14 @@ def refusal_reason(headers: Any, port: int) -> str | None:
     return None
 
 
-#: Longest request or header line, and most headers, accepted (the stdlib's limits).
+#: Longest request or header line, and most headers, accepted (the stdlib's limits), and
+#: the most bytes of request line and headers together, per request.
 MAX_LINE = 65536
 MAX_HEADERS = 100
+MAX_HEAD = 65536
+#: The versions served, and the characters of a header name (RFC 9110's token).
+VERSIONS = ("HTTP/1.1", "HTTP/1.0")
+_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
            413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
@@ -161,40 +183,48 @@ class _BadRequest(Exception):
 class _Handler(socketserver.StreamRequestHandler):
     """One connection: its requests, one after another, until it closes or idles out."""
 
-    timeout = IDLE_TIMEOUT_S
+    timeout = IDLE_TIMEOUT_S  # each socket operation's; the table's deadlines are shorter
     disable_nagle_algorithm = True
     server: "KitHttpServer"
+    conn: Connection | None = None
 
     def handle(self) -> None:
+        self.conn = self.server.connections.get(self.request)
+        if self.conn is None:  # given way to a newer one before its thread started
+            return
         try:
             while self._one_request():
                 pass
-        except (OSError, ValueError):  # reset, timed out, closed under us at stop
+        except (OSError, ValueError):  # reset, timed out, shut down by a deadline or the stop
             pass
 
     def _one_request(self) -> bool:
         """Read, route and answer one request; False when the connection is done."""
+        conn = self.conn
+        assert conn is not None
+        table = self.server.connections
+        table.waiting(conn)
+        if not cast(io.BufferedReader, self.rfile).peek(1):  # makefile('rb') is buffered
+            return False
+        table.reading(conn)
         try:
+            budget = MAX_HEAD
             line = self.rfile.readline(MAX_LINE + 1)
-            if not line:
-                return False
             if line in (b"\r\n", b"\n"):  # a stray blank line between requests (RFC 9112 allows it)
                 line = self.rfile.readline(MAX_LINE + 1)
-                if not line:
-                    return False
+            if not line:
+                return False
             if len(line) > MAX_LINE:
                 raise _BadRequest(414, "the request line is too long")
             method, target, version = self._request_line(line)
-            headers = self._headers()
+            headers = self._headers(budget - len(line))
+            close = self._framing(version, headers)
         except _BadRequest as exc:
-            self.respond(exc.status, json_bytes({"ok": False, "error": str(exc)}), close=True)
+            if table.routing(conn):
+                self.respond(exc.status, json_bytes({"ok": False, "error": str(exc)}), close=True)
             return False
-        if version == "HTTP/1.0":
-            close = (headers.get("Connection") or "").strip().lower() != "keep-alive"
-        else:
-            close = "close" in (headers.get("Connection") or "").lower()
-        if (headers.get("Content-Length") or "0").strip() != "0" or headers.get("Transfer-Encoding"):
-            close = True  # a body nobody reads: never mistake it for the next request
+        if not table.routing(conn):
+            return False
         if method != "GET":
             self.respond(405, json_bytes({"ok": False, "error": f"method {method[:20]} is not supported; "
                                                                "every endpoint is a GET"}), close=True)
@@ -202,37 +232,67 @@ class _Handler(socketserver.StreamRequestHandler):
         return self._get(target, headers, close)
 
     def _request_line(self, line: bytes) -> tuple[str, str, str]:
-        parts = line.decode("latin-1").rstrip("\r\n").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            if len(parts) == 3 and parts[2].startswith("HTTP/"):
-                raise _BadRequest(505, f"HTTP version {parts[2][:20]!r} is not supported")
+        text = line.decode("latin-1")
+        text = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
+        parts = text.split(" ")
+        if len(parts) != 3 or not all(parts) or any(c in text for c in "\t\r\x00"):
+            raise _BadRequest(400, f"bad request line {line[:80]!r}")
+        if parts[2] not in VERSIONS:
+            if parts[2].startswith("HTTP/"):
+                raise _BadRequest(505, f"HTTP version {parts[2][:20]!r} is not supported (HTTP/1.1 or 1.0)")
             raise _BadRequest(400, f"bad request line {line[:80]!r}")
         return parts[0], parts[1], parts[2]
 
-    def _headers(self) -> _Headers:
+    def _headers(self, budget: int) -> _Headers:
+        """The header block, within ``budget`` bytes and :data:`MAX_HEADERS` lines."""
         headers = _Headers()
         count = 0
         last: str | None = None
         while True:
-            line = self.rfile.readline(MAX_LINE + 1)
-            if len(line) > MAX_LINE:
-                raise _BadRequest(431, "a header line is too long")
-            if line in (b"\r\n", b"\n", b""):
+            line = self.rfile.readline(min(MAX_LINE, budget) + 1)
+            budget -= len(line)
+            if budget < 0:
+                raise _BadRequest(431, f"a header line is too long, or the headers pass {MAX_HEAD} bytes")
+            if line in (b"\r\n", b"\n"):
                 return headers
+            if not line.endswith(b"\n"):  # the peer closed mid-header
+                raise _BadRequest(400, "the request ended inside its headers")
             count += 1
             if count > MAX_HEADERS:
                 raise _BadRequest(431, f"more than {MAX_HEADERS} headers")
             text = line.decode("latin-1").rstrip("\r\n")
+            if "\r" in text or "\x00" in text:
+                raise _BadRequest(400, f"a header line holds a CR or NUL: {text[:80]!r}")
             if text[:1] in (" ", "\t"):
                 if last is None:
                     raise _BadRequest(400, "a header continuation line without a header")
                 headers.continue_last(last, text.strip())
                 continue
             name, colon, value = text.partition(":")
-            if not colon or not name or name != name.strip():
+            if not colon or not name or not _TOKEN.issuperset(name.encode("latin-1")):
                 raise _BadRequest(400, f"bad header line {text[:80]!r}")
-            headers.add(name, value.strip())
+            headers.add(name, value.strip(" \t"))
             last = name.lower()
+
+    @staticmethod
+    def _framing(version: str, headers: _Headers) -> bool:
+        """Where the request ends is beyond doubt (else :class:`_BadRequest`); whether the
+        connection closes after the answer."""
+        if headers.get_all("Transfer-Encoding"):
+            raise _BadRequest(400, "a request with Transfer-Encoding is refused: every endpoint is a GET "
+                                   "without a body")
+        lengths = headers.get_all("Content-Length")
+        if len(lengths) > 1:
+            raise _BadRequest(400, "a request with more than one Content-Length is refused")
+        if lengths and (not lengths[0].isdigit() or not lengths[0].isascii()):
+            raise _BadRequest(400, f"Content-Length {lengths[0][:20]!r} is not a number")
+        if version == "HTTP/1.0":
+            close = (headers.get("Connection") or "").strip().lower() != "keep-alive"
+        else:
+            close = "close" in (headers.get("Connection") or "").lower()
+        if lengths and int(lengths[0]) != 0:
+            close = True  # a body nobody reads: never mistake it for the next request
+        return close
 
     def _get(self, target: str, headers: _Headers, close: bool) -> bool:
         refusal = refusal_reason(headers, self.server.server_address[1])
@@ -259,6 +319,8 @@ class _Handler(socketserver.StreamRequestHandler):
     def respond(self, status: int, body: bytes, *, close: bool = False,
                 content_type: str = JSON_TYPE, headers: tuple[tuple[str, str], ...] = ()) -> None:
         """Status line, headers and body in ONE write (see the module docstring)."""
+        if self.conn is not None:
+            self.server.connections.writing(self.conn)
         extra = "".join(f"{name}: {value}\r\n" for name, value in headers)
         head = (f"HTTP/1.1 {status} {REASONS.get(status, '')}\r\n"
                 f"Content-Type: {content_type}\r\n"
@@ -276,8 +338,9 @@ class KitHttpServer(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the listen backlog: a burst of connects waits to be admitted
 
-    def __init__(self, host: str, port: int, route: Route) -> None:
+    def __init__(self, host: str, port: int, route: Route, *, max_connections: int = MAX_CONNECTIONS) -> None:
         try:
             address = ipaddress.ip_address(host)
         except ValueError:
@@ -286,21 +349,34 @@ class KitHttpServer(socketserver.ThreadingTCPServer):
             raise ValueError(f"the kit binds a loopback address only (127.0.0.1 or ::1), not {host!r}")
         self.address_family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
         self.route = route
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
+        self.connections = ConnectionTable(cap=max_connections, head_timeout_s=HEAD_TIMEOUT_S,
+                                           idle_timeout_s=IDLE_TIMEOUT_S, write_timeout_s=WRITE_TIMEOUT_S)
         self._answering = 0  # requests between routing and their answer's last byte
         self._answered = threading.Condition()
         super().__init__((host, port), _Handler)
 
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        with self._connections_lock:
-            self._connections.add(sock)
-        return sock, address
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Admit a new connection to the table (making room), or refuse it with a 503
+        when every open one is busy answering."""
+        if self.connections.admit(request) is not None:
+            return True
+        body = json_bytes({"ok": False, "error": f"the game has {self.connections.cap} connections open, "
+                                                 "all of them answering; try again shortly"})
+        try:
+            request.setblocking(False)
+            request.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + JSON_TYPE.encode()
+                         + b"\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" % len(body)
+                         + body)
+        except OSError:
+            pass
+        return False
+
+    def service_actions(self) -> None:
+        """Between accepts (every poll interval): end connections past their deadline."""
+        self.connections.expire()
 
     def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
+        self.connections.drop(request)
         super().shutdown_request(request)
 
     @contextlib.contextmanager
@@ -321,14 +397,7 @@ class KitHttpServer(socketserver.ThreadingTCPServer):
         released gets its answer rather than a reset)."""
         with self._answered:
             self._answered.wait_for(lambda: self._answering == 0, grace_s)
-        with self._connections_lock:
-            connections = list(self._connections)
-            self._connections.clear()
-        for sock in connections:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self.connections.close_all()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("game-bridge kit: connection error from %s", client_address, exc_info=True)
