@@ -11,6 +11,11 @@ a ``gamebridge.json`` that launches the demo game. The loop, until the time is u
   ``list_instances``;
 * a cancellation: a ``wait_for`` that cannot come true, cancelled with
   ``notifications/cancelled`` after a few milliseconds;
+* every fifth cycle, a flood of the game's own server: 300 connections that send half a
+  request and then nothing, and 10 that send 99 headers of 64 KiB each; a fresh ``/health``
+  must still answer within 5 s, the game must hold no more than its cap of 64 connections
+  (threads and descriptors), grow by less than 40 MiB, and the bridge's next call to it
+  must succeed;
 * an end, in turn: ``stop_instance``; the game SIGKILLed, then ``stop_instance``; and
   every so often the whole server SIGKILLed with its game running (its watcher must reap
   the game), and a new server started.
@@ -23,8 +28,9 @@ must never be asked to ``close`` (nor anything else but reads).
 
 Reported: per server, its resident memory, descriptors and threads after warm-up and at
 the end; survivors (anything the bridge launched still running after the server went,
-found by an environment token every launched process inherits); foreign processes harmed.
-Exit status 1 when anything survived or was harmed.
+found by an environment token every launched process inherits); foreign processes harmed;
+each flood's cost to the game and any bound it broke.
+Exit status 1 when anything survived, was harmed, or a flood broke a bound.
 """
 
 from __future__ import annotations
@@ -53,6 +59,10 @@ TOKEN_KEY = "GB_SOAK_TOKEN"
 KILL_BRIDGE_EVERY_S = 20.0
 #: Cycles run before the "after warm-up" sample is taken.
 WARM_UP_CYCLES = 3
+#: Every this many cycles the game's server is flooded (the second cycle first).
+FLOOD_EVERY = 5
+#: The kit's cap on open connections (game_bridge_mcp/game/_http.py's MAX_CONNECTIONS).
+KIT_CONNECTIONS = 64
 SENTINEL = ("import signal, sys, time\n"
             "log = open(sys.argv[1], 'a', buffering=1)\n"
             "for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2):\n"
@@ -167,6 +177,71 @@ class ForeignGame:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
+def _health_ms(port: int, timeout_s: float) -> float | None:
+    """A fresh ``GET /health``: milliseconds to a 200, or None."""
+    start = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+    except OSError:
+        return None
+    return round((time.monotonic() - start) * 1000, 1) if data.startswith(b"HTTP/1.1 200") else None
+
+
+def flood(port: int, pid: int) -> dict[str, Any]:
+    """Half-sent and huge-header connections against a game's own server: what they
+    cost it, and the bounds they broke (``broken``)."""
+    game = psutil.Process(pid)
+    threads, fds, rss = game.num_threads(), game.num_fds(), game.memory_info().rss
+    socks: list[socket.socket] = []
+    broken: list[str] = []
+    peak = {"threads": threads, "fds": fds, "rss": rss}
+
+    def sample() -> None:
+        with game.oneshot():
+            peak["threads"] = max(peak["threads"], game.num_threads())
+            peak["fds"] = max(peak["fds"], game.num_fds())
+            peak["rss"] = max(peak["rss"], game.memory_info().rss)
+
+    try:
+        for _ in range(300):
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+                socks.append(sock)
+                sock.send(b"GET /health HTTP/1.1\r\nHost: 127.0")
+            except OSError:
+                pass
+        sample()
+        big = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(10)]
+        socks += big
+        pad = b"a" * (64 * 1024 - 16)
+        for index in range(99):
+            for sock in big:
+                try:
+                    sock.sendall(b"X-Pad-%02d: %s\r\n" % (index, pad))
+                except OSError:  # refused and closed, as it should be
+                    pass
+        sample()
+        health_ms = _health_ms(port, 5.0)
+        sample()
+    finally:
+        for sock in socks:
+            sock.close()
+    if health_ms is None:
+        broken.append("a fresh /health did not answer within 5 s")
+    if peak["threads"] > threads + KIT_CONNECTIONS + 2:
+        broken.append(f"threads {threads} -> {peak['threads']}")
+    if peak["fds"] > fds + KIT_CONNECTIONS + 2:
+        broken.append(f"descriptors {fds} -> {peak['fds']}")
+    if peak["rss"] - rss > 40 * 2**20:
+        broken.append(f"memory {rss / 2**20:.0f} -> {peak['rss'] / 2**20:.0f} MiB")
+    return {"healthMs": health_ms, "threads": [threads, peak["threads"]], "fds": [fds, peak["fds"]],
+            "rssMiB": [round(rss / 2**20, 1), round(peak["rss"] / 2**20, 1)], "broken": broken}
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -218,7 +293,8 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
     foreign = ForeignGame(foreign_port)
 
     counts = {"calls": 0, "launches": 0, "stops": 0, "gameKills": 0, "bridgeKills": 0, "cancellations": 0,
-              "errors": 0}
+              "floods": 0, "errors": 0}
+    floods: list[dict[str, Any]] = []
     servers: list[dict[str, Any]] = []
     survivors: list[str] = []
     end_at = time.monotonic() + seconds
@@ -247,6 +323,13 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
             server.tool("call_tool", {"port": port, "name": "drop", "arguments": {"x": 0.1 * (cycle % 9)}})
             server.tool("list_instances", {})
             counts["calls"] += 2
+            if cycle % FLOOD_EVERY == 2 and "pid" in launched:
+                floods.append(flood(port, int(launched["pid"])))
+                counts["floods"] += 1
+                after = server.tool("call_tool", {"port": port, "name": "get_state"})
+                counts["calls"] += 1
+                if after.get("isError"):
+                    floods[-1]["broken"].append(f"the bridge's next call failed: {str(after)[:200]}")
             waiting = server.start("tools/call", {"name": "call_tool", "arguments": {
                 "port": port, "name": "wait_for",
                 "arguments": {"path": "game.noSuchField", "equals": 1, "timeoutMs": 1500}}})
@@ -298,7 +381,8 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
     foreign.server.server_close()
     shutil.rmtree(work, ignore_errors=True)
     return {"seconds": seconds, "counts": counts, "servers": servers, "survivors": survivors,
-            "foreignHarmed": harmed}
+            "foreignHarmed": harmed, "floods": floods,
+            "boundsBroken": [item for one in floods for item in one["broken"]]}
 
 
 def main() -> int:
@@ -317,13 +401,17 @@ def main() -> int:
         c = report["counts"]
         print(f"soak {report['seconds']:.0f} s: {c['calls']} calls, {c['launches']} launches, {c['stops']} stops, "
               f"{c['gameKills']} games killed, {c['bridgeKills']} bridges killed, {c['cancellations']} "
-              f"cancellations, {c['errors']} error answers")
+              f"cancellations, {c['floods']} floods, {c['errors']} error answers")
         for index, server in enumerate(report["servers"]):
             print(f"  server {index + 1} ({server['cycles']} cycles, ended by {server['endedBy']}): "
                   f"after warm-up {server['afterWarmUp']}, at end {server['atEnd']}, peak {server['peak']}")
         print(f"survivors: {len(report['survivors'])} {report['survivors'] or ''}")
         print(f"foreign processes harmed: {len(report['foreignHarmed'])} {report['foreignHarmed'] or ''}")
-    return 1 if report["survivors"] or report["foreignHarmed"] else 0
+        for one in report["floods"]:
+            print(f"  flood: /health in {one['healthMs']} ms, game threads {one['threads']}, fds {one['fds']}, "
+                  f"RSS {one['rssMiB']} MiB")
+        print(f"kit bounds broken: {len(report['boundsBroken'])} {report['boundsBroken'] or ''}")
+    return 1 if report["survivors"] or report["foreignHarmed"] or report["boundsBroken"] else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """scripts/soak.py keeps working: a few seconds of calls, launches, kills (of games and of
-a whole server) and cancellations against the real server, with nothing surviving, no
-foreign sentinel harmed and no scratch directory left. No figure is asserted: the soak's
-figures are for docs/reliability.md, on the machine that ran it."""
+a whole server), cancellations and a flood of a game's own server against the real server,
+with nothing surviving, no foreign sentinel harmed, no kit bound broken and no scratch
+directory left. No figure is asserted: the soak's figures are for docs/reliability.md, on
+the machine that ran it."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def test_a_short_soak_leaves_nothing_behind_and_harms_nothing() -> None:
                            "--kill-bridge-every", "0", "--json"], capture_output=True, text=True, timeout=170)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
-    assert report["survivors"] == [] and report["foreignHarmed"] == []
+    assert report["survivors"] == [] and report["foreignHarmed"] == [] and report["boundsBroken"] == []
     counts = report["counts"]
     assert counts["launches"] == 6 and counts["cancellations"] == 6 and counts["bridgeKills"] == 2
+    # One flood of the game's server (cycle 2): /health answered, the game held to its cap.
+    assert counts["floods"] == 1 and report["floods"][0]["healthMs"] is not None
     assert all(server["atEnd"]["threads"] > 0 for server in report["servers"] if server["atEnd"])
     assert set(Path(tempfile.gettempdir()).glob("gb-soak-*")) <= before
