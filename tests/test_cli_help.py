@@ -56,6 +56,22 @@ def test_call_list_verbose_and_tool_help_give_the_description_and_arguments(tmp_
     assert "graceMs (integer; 0..600000)" in one.stdout and "usage:" not in one.stdout
 
 
+def test_v_and_version_mean_the_version_for_every_command(tmp_path: Path) -> None:
+    """-v is --version everywhere (the spec's server option), never verbose; --verbose is verbose."""
+    from game_bridge_mcp import __version__
+    from game_bridge_mcp.cli.main import asks_version
+
+    for args in (["-v"], ["--version"], ["call", "--list", "-v"], ["call", "get_state", "-v"], ["check", "-v"],
+                 ["demo", "--version"], ["replay", "-v"], ["pygame", "-v"], ["pygame", "--port", "7820", "--version"]):
+        out = run(tmp_path, *args)
+        assert (out.returncode, out.stdout, out.stderr) == (0, f"game-bridge-mcp {__version__}\n", ""), args
+    verbose = run(tmp_path, "call", "--list", "--verbose")
+    assert verbose.returncode == 0 and "arguments:" in verbose.stdout
+    # After the game's name, -v is the game's own option.
+    assert not asks_version("pygame", ["game.py", "-v"]) and not asks_version("pygame", ["-m", "mygame", "--version"])
+    assert asks_version("pygame", ["--window", "-v", "game.py"])
+
+
 def test_call_help_for_a_game_tool_reads_the_games_manifest(tmp_path: Path) -> None:
     with FakeGame() as game:
         out = run(tmp_path, "call", "drop", "--help", "--port", str(game.port))

@@ -118,6 +118,15 @@ def test_every_bash_block_is_run_or_says_why_not() -> None:
     assert all(b.kind for b in blocks if b.marker == "not run")
 
 
+def test_the_kit_example_on_the_page_is_the_example_file() -> None:
+    """docs/game-side.md shows examples/catch_stars.py whole, so what a reader copies runs
+    (the bash block after it launches the file and checks it)."""
+    text = (ROOT / "docs" / "game-side.md").read_text(encoding="utf-8")
+    shown = text.split("## Make your Python game drivable", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert shown + "\n" == (ROOT / "examples" / "catch_stars.py").read_text(encoding="utf-8")
+    assert "cp game-bridge-mcp/examples/catch_stars.py" in text
+
+
 def test_ci_runs_the_readmes_test_command() -> None:
     """.ci/run runs, in each of its venvs, the pytest command the README's test block runs."""
     block = next(b for b in readme_blocks() if b.marker == "runnable" and "pytest" in b.text)
@@ -273,6 +282,8 @@ def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
             output = run_block(block, scratch, block_env)
         if "game-bridge-mcp demo" in block.text and "--init" not in block.text:
             assert "stopped: closed cleanly" in output and "Done in" in output, output[-3000:]
+        if "check --launch" in block.text:
+            assert "0 failed" in output and "The game conforms." in output, output[-3000:]
         if "-m pytest" in block.text:
             assert re.search(r"\b\d+ passed\b", output) and " failed" not in output, output[-3000:]
             imported = subprocess.run([str(venv / "bin" / "python"), "-c",

@@ -194,7 +194,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     positional, options, keep, listing = _split(argv)
     wants_help = "-h" in options or "--help" in options
     if listing:
-        return _list(out, verbose="--verbose" in options or "-v" in options)
+        return _list(out, verbose="--verbose" in options)
     if wants_help and len(positional) == 1:
         try:
             return _tool_help(out, positional[0], options, environ)

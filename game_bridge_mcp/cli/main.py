@@ -85,6 +85,26 @@ TERMINAL_HINT = ("game-bridge-mcp: this is an MCP server speaking JSON-RPC on st
                  "'game-bridge-mcp demo' or 'game-bridge-mcp call --list'. Ctrl-C quits.\n")
 
 
+VERSION_FLAGS = frozenset({"-v", "--version"})
+
+
+def asks_version(command: str, rest: Sequence[str]) -> bool:
+    """Whether a subcommand's arguments ask for the version: ``-v`` and ``--version`` mean
+    that for every command, as for the server (``--verbose`` is verbose, where there is
+    one). For ``pygame`` only before the game's name: what follows it is the game's."""
+    if command == "pygame":
+        words = iter(rest)
+        for word in words:
+            if word in VERSION_FLAGS:
+                return True
+            if not word.startswith("-") or word == "-m":
+                return False
+            if word == "--port":
+                next(words, None)
+        return False
+    return bool(VERSION_FLAGS & set(rest))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     configure_logging()
@@ -96,7 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args and args[0] in SUBCOMMANDS:
             command, rest = args[0], args[1:]
-            if command != "pygame" and not {"-h", "--help", "-v", "--version"} & set(rest):
+            if asks_version(command, rest):
+                sys.stdout.write(f"game-bridge-mcp {__version__}\n")
+                return 0
+            if command != "pygame" and not {"-h", "--help"} & set(rest):
                 warn_once(sys.stderr)  # each of these may launch a game: say what cannot be guaranteed
             if command == "call":
                 from .call import main as call_main
@@ -120,4 +143,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["main", "serve", "USAGE"]
+__all__ = ["asks_version", "main", "serve", "USAGE"]
