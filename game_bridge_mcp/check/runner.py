@@ -50,6 +50,7 @@ from .images import ScreenshotChecks
 from .protocol import ProtocolChecks
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError, BridgeUsageError
+from ..manifest.sanitise import terminal
 
 
 #: How long after a launched game answers the registry is watched for its entry.
@@ -279,8 +280,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     """``game-bridge-mcp check ...``: 0 when no check failed, 1 otherwise, 2 for usage errors."""
     import sys
 
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = terminal(stdout or sys.stdout)  # what it prints quotes games and traces: cleaned for a terminal
+    err = terminal(stderr or sys.stderr)
     env = dict(os.environ if environ is None else environ)
     try:
         ns = _parse(argv)

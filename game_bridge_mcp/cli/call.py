@@ -27,6 +27,7 @@ from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
+from ..manifest.sanitise import terminal
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
@@ -184,8 +185,8 @@ def _tool_help(out: TextIO, name: str, options: list[str], environ: dict[str, st
 
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
          environ: dict[str, str] | None = None) -> int:
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = terminal(stdout or sys.stdout)  # what it prints quotes games and traces: cleaned for a terminal
+    err = terminal(stderr or sys.stderr)
     try:
         argv, out_path = _out_file(argv)
     except BridgeError as exc:

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError
+from ..manifest.sanitise import terminal
 
 DECLARATION = "gamebridge.json"
 #: Where the game launched from ``demo --init``'s declaration writes its screenshots:
@@ -242,8 +243,8 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """``game-bridge-mcp demo [--init]``: 0 on success, 2 for usage errors, else the
     bridge error's exit code."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = terminal(stdout or sys.stdout)  # what it prints quotes games and traces: cleaned for a terminal
+    err = terminal(stderr or sys.stderr)
     try:
         ns = build_parser().parse_args(list(argv))
         if ns.drops < 0 or ns.drops > 200 or not 0 < ns.hz <= 10000:

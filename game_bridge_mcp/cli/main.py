@@ -15,6 +15,7 @@ from ..config import build_parser, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
 from ..launch.guarantees import warn_once
 from ..launch.parent import become_subreaper, restore_sigchld
+from ..manifest.sanitise import terminal
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
 log = logging.getLogger("game_bridge_mcp")
@@ -107,6 +108,13 @@ def asks_version(command: str, rest: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and not (args and args[0] == "pygame"):  # pygame becomes the game: its output is its own
+        # As the process's entry point: everything printed (log lines included) may quote a
+        # game or a trace, so one cleaner, installed before logging takes its stream.
+        # Serving keeps stdout for the protocol.
+        sys.stderr = terminal(sys.stderr)
+        if args and args[0] in SUBCOMMANDS:
+            sys.stdout = terminal(sys.stdout)
     configure_logging()
     restore_sigchld()  # before anything is launched (an inherited "ignore" loses exit codes and pids)
     if argv is None and not (args and args[0] == "pygame"):

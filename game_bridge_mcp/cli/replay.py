@@ -23,6 +23,7 @@ from typing import TextIO
 from ..config import Config, OptionError, OptionParser
 from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError
+from ..manifest.sanitise import terminal
 
 USAGE = """\
 usage: game-bridge-mcp replay FILE (--port N [--port N ...] | --launch) [--ignore PATH ...]
@@ -102,8 +103,8 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO, environ: Mapping[str, 
 
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
          environ: Mapping[str, str] | None = None) -> int:
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = terminal(stdout or sys.stdout)  # what it prints quotes games and traces: cleaned for a terminal
+    err = terminal(stderr or sys.stderr)
     env = dict(os.environ if environ is None else environ)
     try:
         ns = build_parser().parse_args(list(argv))
