@@ -104,3 +104,77 @@ def test_hostile_text_in_a_trace_cannot_inject_markup(tmp_path: Path) -> None:
     assert "<script" not in html and "example.invalid/x\">" not in html and 'src="http' not in html
     assert "&lt;script&gt;" in html
     assert "/etc/passwd is not available" in html  # not an image: named, never inlined
+
+
+SCREEN_BG = (0x26, 0x32, 0x38)  # pre.screen's background in the report's style
+
+
+def boxes_of(rows: list[bytes], rgb: tuple[int, int, int], tolerance: int = 3) -> list[tuple[int, int, int, int]]:
+    """Bounding boxes (x0, y0, x1, y1) of the areas of ``rgb``, told apart by the columns they span."""
+    points: dict[int, list[int]] = {}
+    for y, row in enumerate(rows):
+        for x in range(len(row) // 3):
+            if all(abs(row[3 * x + c] - rgb[c]) <= tolerance for c in range(3)):
+                points.setdefault(x, []).append(y)
+    boxes: list[tuple[int, int, int, int]] = []
+    for x in sorted(points):
+        if boxes and x - boxes[-1][2] <= 3:
+            x0, y0, _x1, y1 = boxes[-1]
+            boxes[-1] = (x0, min(y0, min(points[x])), x, max(y1, max(points[x])))
+        else:
+            boxes.append((x, min(points[x]), x, max(points[x])))
+    return [box for box in boxes if box[2] - box[0] > 10]
+
+
+def test_the_games_text_picture_is_drawn_as_monospace_text_with_its_lines(tmp_path: Path) -> None:
+    """ui.text (a command's ``text``) is shown as the picture it is: in the real browser the
+    recorded 4-line and the replayed 8-line pictures are boxes of one width (8 narrow
+    characters as wide as 8 wide ones: monospace) whose heights differ by four lines."""
+    recorded_text = "\n".join(["iiiiiiii"] * 4)
+    replayed_text = "\n".join(["WWWWWWWW"] * 8)
+    path = tmp_path / "board.trace"
+    lines = [{"format": "game-bridge-trace", "version": 1, "created": "2026-01-01T00:00:00Z", "bridge": "t",
+              "recorder": "t"},
+             {"type": "call", "tool": "call_tool", "name": "drop", "port": 7820, "arguments": {"x": 0},
+              "answer": {"port": 7820, "applied": True, "text": recorded_text}}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = replay(read_trace(path), lambda *_a: {"port": 40001, "applied": True, "text": replayed_text},
+                    {7820: 40001}, rules=IgnoreRules.defaults(), summarise=lambda s: s)
+    assert [s.status for s in result.steps] == ["diverged"]
+    page = write_report(tmp_path / "report.html", result)
+    dom = dump_dom(page, tmp_path / "profile")
+    # Lines kept (not shown as an escaped "\n" string); a differing picture is outlined on both sides.
+    assert f'<pre class="screen d" title="text">{recorded_text}</pre>' in dom
+    assert f'<pre class="screen d" title="text">{replayed_text}</pre>' in dom
+    _w, _h, rows = read_png(screenshot(page, tmp_path / "profile", tmp_path / "page.png", size="1200,900"))
+    boxes = boxes_of(rows, SCREEN_BG)
+    assert len(boxes) == 2, boxes
+    (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = boxes
+    assert abs((ax1 - ax0) - (bx1 - bx0)) <= 2, boxes  # monospace: "iiiiiiii" as wide as "WWWWWWWW"
+    line = ((by1 - by0) - (ay1 - ay0)) / 4  # four more lines
+    assert 12 <= line <= 30, boxes
+    assert (ay1 - ay0) >= 4 * line, boxes  # the recorded picture's four lines are four lines
+
+
+def test_a_text_picture_is_escaped_and_found_in_a_whole_state() -> None:
+    from game_bridge_mcp.trace.report import text_picture
+
+    assert text_picture({"ui": {"text": "a\nb"}, "frame": 1}) == ("ui.text", "a\nb")
+    assert text_picture({"text": "x", "ui": {"text": "y"}}) == ("text", "x")
+    assert text_picture({"text": 3}) is None and text_picture(None) is None and text_picture({"ui": "t"}) is None
+    evil = {"text": "<script>alert(1)</script>\n</pre><img src=x>"}
+    path_html = render_report(replay(_one_call_trace(evil), lambda *_a: evil, {7820: 1}, rules=IgnoreRules(),
+                                     summarise=lambda s: s))
+    assert "<script" not in path_html and "<img src=x>" not in path_html
+    assert "&lt;/pre&gt;&lt;img src=x&gt;" in path_html
+
+
+def _one_call_trace(answer: dict) -> Any:
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="gbm-report-"))
+    path = folder / "one.trace"
+    lines = [{"format": "game-bridge-trace", "version": 1, "created": "c", "bridge": "b", "recorder": "r"},
+             {"type": "call", "tool": "call_tool", "name": "look", "port": 7820, "arguments": {}, "answer": answer}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return read_trace(path)

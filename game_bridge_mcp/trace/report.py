@@ -7,7 +7,8 @@ so the page renders the same from a CI artefact, an e-mail attachment or a lapto
 The page: a verdict banner; the recording's and the replay instance's identity; a strip of
 one square per step (a link to it, coloured by outcome); then the timeline, each step
 with its time, call and arguments, the recorded and the replayed answer side by side, the
-differing paths marked in both and listed in a table, and the screenshots the recording
+differing paths marked in both and listed in a table, the game's text picture of its
+screen (``ui.text``) drawn as the monospace picture it is, and the screenshots the recording
 and the replay saved: only the recording's own copies, read from inside the trace's
 folder, and the replaying bridge's own files (:mod:`.files`), never a path a trace or a
 game names elsewhere.
@@ -67,6 +68,8 @@ p.note { white-space: pre-wrap; }
 section.first { margin: 8px 0; padding: 8px 12px; border: 2px solid var(--bad); border-radius: 4px; background: #fff5f5; color: #212121; max-width: 1100px; }
 section.first a { color: var(--bad); font-weight: 700; }
 details > summary { cursor: pointer; color: var(--mute); margin: 4px 0; }
+pre.screen { display: inline-block; margin: 0; padding: 6px 8px; border-radius: 3px; background: #263238; color: #eceff1; font: 14px/1.3 ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace; white-space: pre; overflow-x: auto; max-width: 100%; }
+pre.screen.d { outline: 3px solid var(--bad); }
 """
 
 
@@ -154,6 +157,35 @@ def _side(title: str, value: Any, marked: set[str], rules: IgnoreRules | None) -
     return f'<div class="side"><h4>{_e(title)}</h4><pre>{text}</pre></div>'
 
 
+#: Where an answer carries the game's text picture of its screen: a command's ``text``, or
+#: ``ui.text`` of a whole state.
+TEXT_PATHS = (("text",), ("ui", "text"))
+
+
+def text_picture(value: Any) -> tuple[str, str] | None:
+    """``(path, text)`` of the text picture an answer carries (``ui.text``, which a
+    command's answer calls ``text``), or None."""
+    for path in TEXT_PATHS:
+        item = value
+        for key in path:
+            item = item.get(key) if isinstance(item, Mapping) else None
+        if isinstance(item, str) and item:
+            return ".".join(path), item
+    return None
+
+
+def _screen_html(value: Any, marked: set[str]) -> str:
+    """The text picture drawn as what it is: monospace, every line kept (escaped, cut at
+    MAX_JSON_CHARS); outlined when the comparison marked it."""
+    found = text_picture(value)
+    if found is None:
+        return ""
+    path, text = found
+    shown = text if len(text) <= MAX_JSON_CHARS else text[:MAX_JSON_CHARS] + "…"
+    changed = " d" if path in marked else ""
+    return f'<pre class="screen{changed}" title="{_e(path)}">{_e(shown)}</pre>'
+
+
 def _recorded_value(call: Call) -> Any:
     if call.error is not None:
         return {"error": call.error}
@@ -201,6 +233,12 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: 
         sides = (f"<details><summary>recorded answer ({why})</summary><div class=\"sides\">"
                  + _side("recorded", _recorded_value(call), set(), None) + "</div></details>")
     parts.append(sides)
+    screens = [_screen_html(_recorded_value(call), marked_rec),
+               _screen_html(step.replayed_view, marked_rep) if replayed else ""]
+    if any(screens):  # the game's text picture stays in view too, drawn as text
+        parts.append('<div class="sides screens">' + "".join(
+            f'<div class="side"><h4>{label} screen (text)</h4>{html_}</div>' if html_ else '<div class="side"></div>'
+            for label, html_ in zip(("recorded", "replayed"), screens)) + "</div>")
     shots = [_shot_html(recorded_image(call, trace_dir), "recorded"),
              _shot_html(replayed_image(step, shots_dir), "replayed") if replayed else ""]
     if any(shots):  # screenshots stay in view, whatever is folded
