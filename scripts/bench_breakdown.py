@@ -33,7 +33,7 @@ import json
 import pstats
 import random
 import shutil
-import statistics
+import benchkit
 import sys
 import tempfile
 import time
@@ -58,7 +58,7 @@ ECHO_SERVER = (
 
 
 def median_ms(values: Sequence[float]) -> float:
-    return round(statistics.median(values), 3)
+    return round(benchkit.median(values), 3)
 
 
 def rounds(modes: dict[str, Mode], calls: int, pacer: bench.Pacer | None, rng: random.Random) -> dict[str, list[float]]:
@@ -89,7 +89,7 @@ def micro(fn: Mode, repeat: int = 2000) -> float:
         for _ in range(20):
             fn()
         batches.append((time.perf_counter() - started) * 1e6 / 20)
-    return round(statistics.median(batches), 2)
+    return round(benchkit.median(batches), 2)
 
 
 def pieces(inproc: InProcess, port: int) -> dict[str, float]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import benchkit
 import sys
 import time
 import tracemalloc
@@ -52,7 +52,7 @@ def main() -> int:
         for _ in range(args.runs):  # interleaved: both see the same machine
             counts.append(timed(lambda: count_values(body)))
             decodes.append(timed(lambda: decode_json(body)))
-        count_ms, decode_ms = statistics.median(counts) * 1000, statistics.median(decodes) * 1000
+        count_ms, decode_ms = benchkit.median(counts) * 1000, benchkit.median(decodes) * 1000
         out[f"{kb // 1024} MB"] = {"bytes": len(body), "values": len(body.translate(None, _OTHER)), "countMs": round(count_ms, 2),
                                    "decodeMs": round(decode_ms, 1), "countShare": round(count_ms / decode_ms, 4)}
     hostile = b"[" + b"{}," * 20_000_000 + b"{}]"

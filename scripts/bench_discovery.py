@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Time ``discover`` (the ``list_instances`` report) in the two situations that matter.
+"""Time ``list_instances`` and ``discover`` in the situations that matter.
 
-1. ``typical``: the default scan range (7777,7800-7810) plus a 20-entry registry: 5 live
-   FakeGames, each in its own child process (as real games are) and registered under
-   that process's pid; 10 stale entries (dead pid, quiet port); 5 broken files
-   (malformed JSON, missing port, pid/file-name mismatch, non-loopback host, oversize).
-   Target: well under 100 ms. ``cached`` repeats it with manifests from a Bridge cache.
+1. ``typical``: the default scan range (7777,7800-7810) plus a 20-entry registry: ``--live``
+   (8) FakeGames, each in its own child process (as real games are) and registered under
+   that process's pid; stale entries (dead pid, quiet port) to make 15 with the live
+   ones; 5 broken files (malformed JSON, missing port, pid/file-name mismatch,
+   non-loopback host, oversize). ``list_instances`` is the Bridge's tool (manifests
+   cached after the first listing; target: under 20 ms); ``discover`` the same report
+   without a Bridge (every game's /tools read each time).
 2. ``hung``: a 100-port range containing one listener that accepts and never answers.
    Target: the probe deadline plus under 50 ms.
 
-Prints median / p95 / max over N runs. ``--quick`` runs each once (for the test suite).
-Everything it starts (games, listeners, child processes) is stopped and reaped.
+Prints median / p95 / max over N runs (``--json``: the figures). ``--quick`` runs each once.
+``--checkout DIR`` measures that checkout's package instead (run it twice for before and
+after). Everything it starts (games, listeners, child processes) is stopped and reaped.
 
-    .venv/bin/python scripts/bench_discovery.py [--runs 30] [--probe-ms 300] [--quick]
+    .venv/bin/python scripts/bench_discovery.py [--runs 30] [--live 8] [--probe-ms 300] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import statistics
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,12 +33,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+if "--checkout" in sys.argv[1:-1]:
+    sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--checkout") + 1]).resolve()))
+else:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))
+
+import benchkit  # noqa: E402
 
 from game_bridge_mcp.config import DEFAULT_SCAN_RANGE, Config, parse_port_spec  # noqa: E402
+from game_bridge_mcp.core.bridge import Bridge  # noqa: E402
 from game_bridge_mcp.discovery.report import discover  # noqa: E402
-from game_bridge_mcp.manifest.reader import normalise_manifest  # noqa: E402
 
 
 #: A child process serving one FakeGame until its stdin closes; prints the port.
@@ -88,12 +96,12 @@ def entry(reg: Path, *, port: int, pid: int, name: str | None = None, **extra: A
     (reg / (name or f"{pid}.json")).write_text(json.dumps(doc))
 
 
-def build_registry(stack: ExitStack, reg: Path) -> None:
+def build_registry(stack: ExitStack, reg: Path, live: int) -> None:
     reg.mkdir(parents=True)
-    for _ in range(5):
+    for _ in range(live):
         port, pid = start_game(stack)
         entry(reg, port=port, pid=pid)
-    for _ in range(10):
+    for _ in range(max(0, 15 - live)):
         entry(reg, port=quiet_port(), pid=dead_pid())
     (reg / "900001.json").write_text('{"port": 7820, "pid": 900001,')
     (reg / "900002.json").write_text(json.dumps({"pid": 900002}))
@@ -114,36 +122,42 @@ def measure(fn: Callable[[], dict], runs: int) -> tuple[list[float], dict]:
 
 
 def summary(label: str, times: list[float], extra: str = "") -> str:
-    ordered = sorted(times)
-    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return (f"{label:<9} runs={len(times):<3} median={statistics.median(times):7.1f} ms  "
-            f"p95={p95:7.1f} ms  max={ordered[-1]:7.1f} ms{extra}")
+    figures = benchkit.summary(times, digits=1)
+    return (f"{label:<14} runs={len(times):<3} median={figures['median']:7.1f} ms  "
+            f"p95={figures['p95']:7.1f} ms  max={max(times):7.1f} ms{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--live", type=int, default=8, help="live games among the registry's entries")
     parser.add_argument("--probe-ms", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="run each scenario once")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--checkout", default="", help="measure that checkout's package")
     args = parser.parse_args(argv)
     runs = 1 if args.quick else max(1, args.runs)
     probe = args.probe_ms
+    out: dict[str, Any] = {"probeMs": probe, "live": args.live}
+    lines = [f"probe deadline: {probe} ms"]
 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         reg = Path(tmp) / "instances"
-        build_registry(stack, reg)
-        config = Config(environ={"GAME_BRIDGE_INSTANCES": str(reg)},
+        build_registry(stack, reg, args.live)
+        config = Config(environ={"GAME_BRIDGE_INSTANCES": str(reg), "GAME_BRIDGE_HOME": tmp,
+                                 "PATH": os.environ.get("PATH", "")},
                         scan_range=parse_port_spec(DEFAULT_SCAN_RANGE))
-        times, report = measure(lambda: discover(config, probe_timeout_ms=probe), runs)
+        bridge = Bridge(config)
+        stack.callback(bridge.shutdown)
+        times, report = measure(lambda: bridge.run_tool("list_instances", {}), runs)
         counts = {k: len(report[k]) for k in ("live", "stale", "notAGame", "free")}
         counts["registryProblems"] = len(report.get("registryProblems", []))
-        print(f"probe deadline: {probe} ms")
-        print(summary("typical", times, f"   {counts}"))
-        cached = normalise_manifest({"game": {"name": "Fake Game", "version": "1.2.3", "protocol": 1},
-                                     "toolsets": [{"name": "play", "tools": [{"name": "drop"}]}]})
-        times, _ = measure(lambda: discover(config, probe_timeout_ms=probe,
-                                            manifest_for=lambda _port: cached), runs)
-        print(summary("cached", times, "   (the same, manifests from a Bridge cache: no /tools)"))
+        out["listInstances"] = {**benchkit.summary(times, digits=2), "counts": counts,
+                                "target": "under 20 ms", "met": benchkit.median(times) < 20}
+        lines.append(summary("list_instances", times, f"   {counts} (target: under 20 ms)"))
+        times, _ = measure(lambda: discover(config, probe_timeout_ms=probe), runs)
+        out["discover"] = benchkit.summary(times, digits=2)
+        lines.append(summary("discover", times, "   (no Bridge: every /tools read each time)"))
 
         hung = socket.socket()
         stack.callback(hung.close)
@@ -156,11 +170,14 @@ def main(argv: list[str] | None = None) -> int:
         times, report = measure(lambda: discover(hung_config, probe_timeout_ms=probe), runs)
         over = [t - probe for t in times]
         hung_ports = [u["port"] for u in report.get("unresponsive", [])]
-        print(summary("hung", times, f"   over deadline: median {statistics.median(over):.1f} ms, "
-                                     f"max {max(over):.1f} ms; unresponsive={hung_ports}"))
+        out["hung"] = {**benchkit.summary(times, digits=1), "overDeadline": benchkit.summary(over, digits=1),
+                       "reported": port in hung_ports}
+        lines.append(summary("hung", times, f"   over deadline: median {benchkit.median(over):.1f} ms, "
+                                            f"max {max(over):.1f} ms; unresponsive={hung_ports}"))
         if port not in hung_ports:
             print("error: the hung listener was not reported", file=sys.stderr)
             return 1
+    print(json.dumps(out, indent=1) if args.json else "\n".join(lines))
     return 0
 
 

@@ -27,9 +27,8 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import re
-import statistics
+import benchkit
 import subprocess
 import sys
 import threading
@@ -44,9 +43,8 @@ from game_bridge_mcp.game import GameBridge  # noqa: E402
 
 
 def summary(samples_s: list[float]) -> dict[str, float]:
-    ordered = sorted(samples_s)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"medianMs": round(statistics.median(ordered) * 1000, 3), "p95Ms": round(p95 * 1000, 3)}
+    figures = benchkit.summary(samples_s, scale=1000, digits=3)
+    return {"medianMs": figures["median"], "p95Ms": figures["p95"]}
 
 
 def measure(port: int, paths: list[str], reps: int) -> dict[str, dict[str, Any]]:
@@ -159,7 +157,7 @@ def section_live(quick: bool) -> dict[str, Any]:
 # =========================================================================== report
 
 def machine() -> dict[str, Any]:
-    return {"python": platform.python_version(), "nproc": os.cpu_count(), "platform": platform.platform()}
+    return benchkit.machine()
 
 
 def show(report: dict[str, Any]) -> str:

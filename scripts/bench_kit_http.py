@@ -24,10 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import socket
-import statistics
+import benchkit
 import subprocess
 import sys
 import time
@@ -147,8 +146,8 @@ def measure(servers: dict[str, tuple[subprocess.Popen, int]], fresh: bool, block
                 client.get(fresh)
             wall[name].append((time.perf_counter() - started) / per_block * 1e6)
             cpu[name].append((cpu_s(port) - before_cpu) / per_block * 1e6)
-    return {name: {"wallUs": round(statistics.median(wall[name]), 1),
-                   "serverCpuUs": round(statistics.median(cpu[name]), 1),
+    return {name: {"wallUs": round(benchkit.median(wall[name]), 1),
+                   "serverCpuUs": round(benchkit.median(cpu[name]), 1),
                    "cpuSpreadUs": round(max(cpu[name]) - min(cpu[name]), 1)} for name in servers}
 
 
@@ -227,8 +226,7 @@ def main(argv: list[str]) -> int:
         for kind in SERVERS[1:]:
             servers[f"{kind} (before)"] = start(kind, args.before.resolve())
     try:
-        results: dict[str, Any] = {"machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
-                                               "loadAverage": round(os.getloadavg()[0], 2)}}
+        results: dict[str, Any] = {"machine": benchkit.machine()}
         measure(servers, False, 1, per_block, rng)  # warm up
         results["keptAlive"] = measure(servers, False, blocks, per_block, rng)
         results["freshConnection"] = measure(servers, True, max(2, blocks // 3), per_block // 2, rng)

@@ -25,7 +25,7 @@ import os
 import shlex
 import signal
 import socket
-import statistics
+import benchkit
 import subprocess
 import sys
 import tempfile
@@ -294,7 +294,7 @@ def reap_trial(work: Path, bridge: str, scenario: str, how: str) -> dict[str, An
 def summary(values: list[float]) -> str:
     if not values:
         return "-"
-    return f"{statistics.median(values):7.0f} (min {min(values):.0f}, max {max(values):.0f})"
+    return f"{benchkit.median(values):7.0f} (min {min(values):.0f}, max {max(values):.0f})"
 
 
 def main() -> int:
@@ -324,11 +324,11 @@ def main() -> int:
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.runs} runs each; times in ms, median (min, max)\n")
     print("Launch: first /health answer")
     for row in report["launch"]:
-        hand = statistics.median(row["byHandMs"])
+        hand = benchkit.median(row["byHandMs"])
         print(f"  game boot {row['bootDelayS']:.0f}s  by hand        {summary(row['byHandMs'])}")
-        print(f"                launch()       {summary(row['launcherMs'])}  overhead {statistics.median(row['launcherMs']) - hand:+.0f}")
+        print(f"                launch()       {summary(row['launcherMs'])}  overhead {benchkit.median(row['launcherMs']) - hand:+.0f}")
         if "serverMs" in row:
-            print(f"                launch_instance{summary(row['serverMs'])}  overhead {statistics.median(row['serverMs']) - hand:+.0f}"
+            print(f"                launch_instance{summary(row['serverMs'])}  overhead {benchkit.median(row['serverMs']) - hand:+.0f}"
                   "  (stdio round trip)")
     print("\nReaping: bridge signal -> last launched process gone (2 instances per trial)")
     print(f"  {'bridge':7} {'scenario':12} {'how':10} {'procs':>5}  {'gone ms':>28}  {'bridge exit ms':>28}  survivors")

@@ -24,7 +24,7 @@ import json
 import os
 import re
 import shutil
-import statistics
+import benchkit
 import subprocess
 import sys
 import tempfile
@@ -81,9 +81,8 @@ def game(argv: list[str]) -> int:
 
 # =========================================================================== measuring
 def summary(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"median": round(statistics.median(ordered), 2),
-            "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 2)}
+    figures = benchkit.summary(values, digits=2)
+    return {"median": figures["median"], "p95": figures["p95"]}
 
 
 def run_for_fps(wrapped: bool, seconds: float) -> tuple[float, float]:
@@ -105,8 +104,8 @@ def bench_overhead(quick: bool) -> dict[str, Any]:
     for _ in range(rounds):
         plain.append(run_for_fps(False, seconds))
         wrapped.append(run_for_fps(True, seconds))
-    fps_plain, fps_wrapped = (statistics.median(r[0] for r in runs) for runs in (plain, wrapped))
-    cpu_plain, cpu_wrapped = (statistics.median(r[1] for r in runs) for runs in (plain, wrapped))
+    fps_plain, fps_wrapped = (benchkit.median(r[0] for r in runs) for runs in (plain, wrapped))
+    cpu_plain, cpu_wrapped = (benchkit.median(r[1] for r in runs) for runs in (plain, wrapped))
     return {"rows": [{"game": "uncapped loop 640x480", "plainFps": round(fps_plain), "wrappedFps": round(fps_wrapped),
                       "fpsRatio": round(fps_wrapped / fps_plain, 3), "plainCpuUs": round(cpu_plain, 1),
                       "wrappedCpuUs": round(cpu_wrapped, 1), "overheadCpuUs": round(cpu_wrapped - cpu_plain, 1)}]}

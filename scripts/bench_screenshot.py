@@ -31,7 +31,7 @@ import json
 import os
 import platform
 import shutil
-import statistics
+import benchkit
 import subprocess
 import sys
 import tempfile
@@ -59,9 +59,8 @@ def tokens(width: int, height: int) -> int:
 
 
 def summary(samples_s: list[float]) -> dict[str, float]:
-    ordered = sorted(samples_s)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"medianMs": round(statistics.median(ordered) * 1000, 2), "p95Ms": round(p95 * 1000, 2)}
+    figures = benchkit.summary(samples_s, scale=1000, digits=2)
+    return {"medianMs": figures["median"], "p95Ms": figures["p95"]}
 
 
 def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
