@@ -88,11 +88,14 @@ def test_each_lying_body_is_refused_saying_what_is_wrong(body: bytes, content_ty
 
 
 def test_a_huge_claim_is_refused_by_counting_not_by_holding_its_pixels() -> None:
-    # IHDR claims 16000 x 16000 RGBA (1 GB of rows); the data holds 100 bytes.
-    body = png((16000, 16000, 8, 6, 0), b"\x00" * 100)
-    with pytest.raises(ImageProblem, match="16000x16000 .* but its pixel data holds 100"):
+    # IHDR claims 4096 x 4096 RGBA (64 MB of rows, within the pixel cap); the data holds 100 bytes.
+    body = png((4096, 4096, 8, 6, 0), b"\x00" * 100)
+    with pytest.raises(ImageProblem, match="4096x4096 .* but its pixel data holds 100"):
         inspect_image(body, "image/png")
-    assert inspect_image(body, verify_pixels=False) == ImageInfo("png", 16000, 16000)
+    assert inspect_image(body, verify_pixels=False) == ImageInfo("png", 4096, 4096)
+    # 16000 x 16000 is over the cap: refused from the header, whether pixels are verified or not
+    with pytest.raises(ImageProblem, match="16000x16000 .*million pixels"):
+        inspect_image(png((16000, 16000, 8, 6, 0), b"\x00" * 100), verify_pixels=False)
 
 
 def test_media_type() -> None:

@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import BridgeUsageError
 from ..paths import SCREENSHOT_KEEP, KeepRule, prune_files, screenshot_dir
 from ..wire.client import GameClient
-from ..wire.images import SCREENSHOT_MAX_BYTES, ImageInfo, ImageProblem, inspect_image
+from ..wire.images import MAX_PIXELS as PIXEL_CAP, SCREENSHOT_MAX_BYTES, ImageInfo, inspect_image
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +72,28 @@ def fit(width: int, height: int, max_width: int, max_height: int) -> tuple[int, 
     return max(1, int(width * scale)), max(1, int(height * scale))
 
 
+#: One image is decoded at a time: with the pixel cap (``wire.images.MAX_PIXELS``, checked
+#: from the header before this runs) that bounds what scaling takes, however many
+#: screenshots are asked for at once.
+_DECODING = threading.Lock()
+
+
 def scale_down(body: bytes, info: ImageInfo, max_width: int, max_height: int) -> tuple[bytes, ImageInfo] | None:
     """The image scaled to fit with Pillow, in its own format; None without Pillow (or
-    when Pillow cannot read what the game sent)."""
+    when Pillow cannot read what the game sent). ``info`` is what the header said, already
+    within the pixel cap; a JPEG is decoded at a reduced scale when that still fits."""
     try:
         pil: Any = importlib.import_module("PIL.Image")
     except ImportError:
         return None
+    if info.width * info.height > PIXEL_CAP:  # inspect_image refuses these; never decode one
+        return None
     target = fit(info.width, info.height, max_width, max_height)
     try:
-        with pil.open(io.BytesIO(body)) as image:
+        with _DECODING, pil.open(io.BytesIO(body)) as image:
+            if image.size != (info.width, info.height):
+                raise ValueError(f"Pillow reads {image.size[0]}x{image.size[1]}, the header said "
+                                 f"{info.width}x{info.height}")
             image.draft("RGB", target)  # JPEG: decode at a reduced size when it can
             mode = "RGBA" if info.format == "png" and ("A" in image.mode or "transparency" in image.info) else "RGB"
             scaled = image.convert(mode).resize(target, pil.Resampling.LANCZOS)
@@ -92,8 +104,8 @@ def scale_down(body: bytes, info: ImageInfo, max_width: int, max_height: int) ->
             scaled.save(out, format="JPEG", quality=85)
         data = out.getvalue()
         return data, inspect_image(data, info.mime)
-    except (OSError, ValueError, ImageProblem) as exc:  # Pillow's errors for a bad image are these
-        log.info("could not scale a screenshot with Pillow: %s", exc)
+    except Exception as exc:  # noqa: BLE001 - any failure of Pillow's on a game's image: returned unscaled
+        log.info("could not scale a screenshot with Pillow: %s: %s", type(exc).__name__, exc)
         return None
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sys
+import threading
 from typing import Any, Union
 
 from ._png import (DEFAULT_LEVEL, JPEG_SOI, PNG_SIGNATURE, ImageFormatError, decode_png,
@@ -181,7 +182,17 @@ def encode(frozen: Image | Pixels, max_width: int, max_height: int, *,
     return _rescale_encoded(frozen, max_width, max_height, level=level)
 
 
+#: One encoded image is decoded at a time: with MAX_PIXELS (checked from its header first,
+#: in ``encode``) that bounds the memory of screenshots asked for at once.
+_DECODING = threading.Lock()
+
+
 def _rescale_encoded(image: Image, max_width: int, max_height: int, *, level: int) -> Image:
+    with _DECODING:
+        return _decode_and_scale(image, max_width, max_height, level=level)
+
+
+def _decode_and_scale(image: Image, max_width: int, max_height: int, *, level: int) -> Image:
     pygame = sys.modules.get("pygame")
     if pygame is not None and hasattr(pygame, "image"):
         surface = pygame.image.load(io.BytesIO(image.data), f"shot.{image.format}")

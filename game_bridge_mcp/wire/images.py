@@ -7,7 +7,9 @@ a broken picture the agent then reasons about). Before the bridge hands an image
 ``Content-Type``, the dimensions from PNG's ``IHDR`` or JPEG's ``SOFn`` segment, that the
 file is complete (PNG chunks whole with good CRCs up to ``IEND``; JPEG ending in
 ``EOI``), and for PNG that the compressed pixel data holds exactly the rows ``IHDR``
-claims (decompressed in pieces and counted, never held). Standard library only.
+claims (decompressed in pieces and counted, never held). The size the header claims is
+checked against :data:`MAX_SIDE` and :data:`MAX_PIXELS` as soon as it is read, before
+any pixel is inflated or decoded. Standard library only.
 
 :class:`Screenshot` is what :meth:`..wire.client.GameClient.screenshot` returns: the
 image read this way, with the game's ``X-Game-Frame`` and ``X-Game-Window``.
@@ -24,6 +26,10 @@ JPEG_SIGNATURE = b"\xff\xd8\xff"
 MIME = {"png": "image/png", "jpeg": "image/jpeg"}
 #: No screen is larger than this on a side; an IHDR claiming more is refused unread.
 MAX_SIDE = 16384
+#: The most pixels the bridge takes an image of (a 5K screen is 14.7 million): what its
+#: header claims is checked before anything is inflated or decoded, since a few hundred
+#: kilobytes of PNG can declare gigabytes of pixels.
+MAX_PIXELS = 4096 * 4096
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
@@ -119,6 +125,17 @@ def game_reason(body: bytes) -> str | None:
     return text if len(text) <= _REASON_CHARS else text[:_REASON_CHARS - 3] + "..."
 
 
+def check_size(where: str, width: int, height: int) -> None:
+    """Refuse, from the header alone, an image larger than any screen or over the pixel cap."""
+    if width > MAX_SIDE or height > MAX_SIDE:
+        raise ImageProblem(f"the {where} claims {width}x{height}, larger than any screen "
+                           f"({MAX_SIDE} a side at most)")
+    if width * height > MAX_PIXELS:
+        raise ImageProblem(f"the {where} claims {width}x{height} ({width * height / 1e6:.1f} million pixels), "
+                           f"more than the {MAX_PIXELS / 1e6:.1f} million the bridge decodes; the bridge "
+                           "asks for an image that fits maxWidth x maxHeight: scale the screenshot to it")
+
+
 # --------------------------------------------------------------------------- PNG
 
 def _png(body: bytes, verify_pixels: bool) -> tuple[int, int]:
@@ -143,6 +160,7 @@ def _png(body: bytes, verify_pixels: bool) -> tuple[int, int]:
             w, h, depth, colour, _comp, _filter, interlace = struct.unpack(">IIBBBBB", data)
             if w == 0 or h == 0:
                 raise ImageProblem(f"the PNG's IHDR says {w}x{h}")
+            check_size("PNG's IHDR", w, h)
             if colour not in _PNG_CHANNELS:
                 raise ImageProblem(f"the PNG's IHDR has colour type {colour}, which does not exist")
             header = (w, h, depth, colour, interlace)
@@ -152,8 +170,6 @@ def _png(body: bytes, verify_pixels: bool) -> tuple[int, int]:
             break
         pos = end
     w, h, depth, colour, interlace = header
-    if w > MAX_SIDE or h > MAX_SIDE:
-        raise ImageProblem(f"the PNG's IHDR claims {w}x{h}, larger than any screen ({MAX_SIDE} a side at most)")
     if not idat:
         raise ImageProblem("the PNG has no IDAT chunk (no pixels)")
     if verify_pixels:
@@ -223,19 +239,18 @@ def _jpeg(body: bytes) -> tuple[int, int]:
             h, w = struct.unpack(">HH", body[pos + 3:pos + 7])
             if w == 0 or h == 0:
                 raise ImageProblem(f"the JPEG's frame header says {w}x{h}")
+            check_size("JPEG's frame header", w, h)
             size = (w, h)
         if marker == 0xDA:  # start of scan: entropy-coded data runs to EOI
             if size is None:
                 raise ImageProblem("the JPEG has no frame header (SOF) before its image data")
             if not body.rstrip(b"\x00").endswith(b"\xff\xd9"):
                 raise ImageProblem(f"the JPEG is truncated: its {len(body)} bytes do not end with EOI")
-            w, h = size
-            if w > MAX_SIDE or h > MAX_SIDE:
-                raise ImageProblem(f"the JPEG claims {w}x{h}, larger than any screen ({MAX_SIDE} a side at most)")
             return size
         pos += length
     raise ImageProblem(f"the JPEG is truncated: it ends after {len(body)} bytes, before its image data")
 
 
-__all__ = ["ImageInfo", "ImageProblem", "MAX_SIDE", "MIME", "SCREENSHOT_MAX_BYTES", "Screenshot", "game_reason",
+__all__ = ["ImageInfo", "ImageProblem", "MAX_PIXELS", "MAX_SIDE", "MIME", "SCREENSHOT_MAX_BYTES", "Screenshot",
+           "check_size", "game_reason",
            "inspect_image", "media_type", "parse_frame", "parse_window", "sniff"]

@@ -161,8 +161,8 @@ def reset(conn: socket.socket) -> None:
 
 
 def head(status: int = 200, headers: tuple[tuple[str, str], ...] = (), *,
-         length: int | None = None, reason: str = "X") -> bytes:
-    lines = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", "Connection: close"]
+         length: int | None = None, reason: str = "X", content_type: str = "application/json") -> bytes:
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}", "Connection: close"]
     if length is not None:
         lines.append(f"Content-Length: {length}")
     lines += [f"{k}: {v}" for k, v in headers]
@@ -277,26 +277,28 @@ def deep_nesting(depth: int = 100_000) -> Behaviour:
     return answer(200, b"[" * depth)
 
 
-Route = Callable[[str], "tuple[int, bytes]"]
+Route = Callable[[str], "tuple[int, bytes] | tuple[int, bytes, str]"]
 
 
 def routed(routes: dict[str, Route | bytes]) -> Behaviour:
     """A game written by hand that answers each path from ``routes`` (looked up on every
     request, so a test can change its answers meanwhile): raw bytes (HTTP 200), or a
     function of the request target returning ``(status, body)``. Raw bytes say what no
-    encoder would: ``1e400``, a number of 5000 digits, control characters. Unknown paths
-    get 404."""
+    encoder would: ``1e400``, a number of 5000 digits, control characters. A function may
+    also return ``(status, body, content_type)`` (an image). Unknown paths get 404."""
     def behaviour(conn: socket.socket, peer: HostilePeer) -> None:
         request = peer.read_request(conn)
         target = request.split(b" ", 2)[1].decode("latin-1") if request.count(b" ") >= 2 else "/"
         route = routes.get(target.split("?", 1)[0])
+        content_type = "application/json"
         if route is None:
             status, body = 404, b'{"error": "not found"}'
         elif isinstance(route, bytes):
             status, body = 200, route
         else:
-            status, body = route(target)
-        conn.sendall(head(status, length=len(body)) + body)
+            status, body, *rest = route(target)
+            content_type = rest[0] if rest else content_type
+        conn.sendall(head(status, length=len(body), content_type=content_type) + body)
     return behaviour
 
 
