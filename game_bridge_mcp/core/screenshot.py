@@ -10,8 +10,9 @@ by count, total size and age.
 The image itself comes from :meth:`..wire.client.GameClient.screenshot`, which reads
 the game's answer whole (signature, dimensions, completeness) under the call's deadline
 and the byte cap. An image larger than asked (a game that ignored the limits) is scaled
-down here when Pillow is installed (``game-bridge-mcp[images]``), and otherwise
-returned as it is, with a note.
+down here when Pillow is installed (``game-bridge-mcp[images]``), one image at a time
+(the header's pixel cap has refused anything larger), and otherwise returned as it is,
+with a note.
 
 The result is the text block's fields plus the image under :data:`IMAGE_KEY` as an
 :class:`ImagePayload`, which the MCP adapter turns into an image content block and
