@@ -20,7 +20,7 @@ from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 
 log = logging.getLogger("game_bridge_mcp")
 
-SUBCOMMANDS = ("call", "check", "demo", "replay", "pygame")
+SUBCOMMANDS = ("call", "check", "demo", "replay", "pygame", "browser")
 USAGE = """\
 game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
@@ -29,6 +29,7 @@ game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp demo [--init]              launch and play the bundled demo game
        game-bridge-mcp replay FILE (--port N | --launch)  replay a recorded session and compare
        game-bridge-mcp pygame [--init] (-m MODULE | SCRIPT) [ARGS]  run a pygame game, drivable
+       game-bridge-mcp browser [--init] (URL | FILE | DIR)  open a web game in headless Chromium, drivable
 """
 
 
@@ -108,7 +109,7 @@ def asks_version(command: str, rest: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and not (args and args[0] == "pygame"):  # pygame becomes the game: its output is its own
+    if argv is None and not (args and args[0] in ("pygame", "browser")):  # these become the game: its output is its own
         # As the process's entry point: everything printed (log lines included) may quote a
         # game or a trace, so one cleaner, installed before logging takes its stream.
         # Serving keeps stdout for the protocol.
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = terminal(sys.stdout)
     configure_logging()
     restore_sigchld()  # before anything is launched (an inherited "ignore" loses exit codes and pids)
-    if argv is None and not (args and args[0] == "pygame"):
+    if argv is None and not (args and args[0] in ("pygame", "browser")):
         # As this process's own entry point (not embedded, as in a test runner), and not for
         # a game about to be exec'd: adopt what double-forks away from launched games.
         become_subreaper()
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if asks_version(command, rest):
                 sys.stdout.write(f"game-bridge-mcp {__version__}\n")
                 return 0
-            if command != "pygame" and not {"-h", "--help"} & set(rest):
+            if command not in ("pygame", "browser") and not {"-h", "--help"} & set(rest):
                 warn_once(sys.stderr)  # each of these may launch a game: say what cannot be guaranteed
             if command == "call":
                 from .call import main as call_main
@@ -141,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if command == "pygame":
                 from .pygame import main as pygame_main
                 return pygame_main(rest)
+            if command == "browser":
+                from .browser import main as browser_main
+                return browser_main(rest)
             from .demo import main as demo_main
             return demo_main(rest)
         return serve(args)

@@ -422,6 +422,12 @@ class GameBridge:
         return self._clock.stepping
 
     @property
+    def owed_frames(self) -> int:
+        """Simulation frames the ``step`` commands applied so far still owe (0 unless
+        stepping): a loop that can run several frames at once runs at most these."""
+        return self._clock.owed if self._clock.paused else 0
+
+    @property
     def fixed_dt(self) -> float:
         """The time step of stepped frames (``run`` sets it to ``1/hz``; default 1/60)."""
         return self._clock.fixed_dt

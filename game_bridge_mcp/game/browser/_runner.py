@@ -1,0 +1,264 @@
+"""``game-bridge-mcp browser``: open an unmodified web page in headless Chromium, drivable.
+
+Why it exists: the shortest path from "a web game" to "an agent is playing it". The
+wrapper finds a Chromium (:mod:`._chromium`), starts it in this process's group through
+the browsing library, installs the library's clock paused before the page's first
+script, opens the page (a local one through :mod:`._static`), and serves the kit's HTTP
+surface with the clock, input, screenshots, state and events (:mod:`._page`). The
+surface starts once the page has loaded, so readiness means "the page is there". The
+process ends when an agent sends ``close``, the page closes or crashes, or on SIGTERM;
+the browser and everything it started end with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..._version import __version__
+from .._kit.clock import START_PAUSED_ENV
+from ._options import PROG, USAGE, Options, Target, UsageError, parse, resolve_target, write_init
+
+log = logging.getLogger(__name__)
+
+INSTALL = "pip install 'game-bridge-mcp[browser]'"
+#: Seconds a still-loading page is given before the wrapper says so on stderr.
+LOAD_WARNING_S = 3.0
+#: Seconds after SIGTERM before the wrapper stops waiting for the page and ends hard.
+STOP_GRACE_S = 5.0
+PERIOD_S = 1.0 / 60.0
+#: Chromium's own options beside the library's: sound without a click first. (Its crash
+#: handler still starts in a session of its own; the launcher finds it as a descendant
+#: carrying the launch's marker, and it exits with the browser.)
+BROWSER_ARGS = ["--autoplay-policy=no-user-gesture-required"]
+
+
+def say(message: str) -> None:
+    sys.stderr.write(f"game-bridge browser: {message}\n")
+    sys.stderr.flush()
+
+
+def _bundled(playwright: Any) -> Any:
+    return lambda: playwright.chromium.executable_path
+
+
+def run(opts: Options) -> int:
+    """Open the page under the wrapper; returns the process exit code."""
+    try:
+        target = resolve_target(opts.target, allow_remote=opts.allow_remote)
+    except UsageError as exc:
+        say(str(exc))
+        return 2
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        say(f"the browsing library (Playwright) is not installed here: {INSTALL}")
+        return 1
+    from ._chromium import GroupedBrowser, find_browser
+    from ._static import StaticServer
+
+    static = StaticServer(target.root) if target.root is not None else None
+    url = target.url if target.url is not None else static.url(target.path)  # type: ignore[union-attr]
+    grouped: GroupedBrowser | None = None
+    try:
+        with sync_playwright() as playwright:
+            try:
+                executable = find_browser(opts.browser, dict(os.environ), _bundled(playwright))
+            except ValueError as exc:
+                say(str(exc))
+                return 1
+            grouped = GroupedBrowser(executable)
+            return _serve(playwright, grouped, opts, target, url)
+    finally:
+        if grouped is not None:
+            grouped.close()
+        if static is not None:
+            static.stop()
+
+
+def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: str) -> int:
+    from playwright.sync_api import Error as PlaywrightError
+
+    from ..kit import GameBridge
+    from ._input import input_commands
+    from ._page import Page, PageGone
+
+    try:
+        browser = playwright.chromium.launch(executable_path=str(grouped.shim), headless=True,
+                                             chromium_sandbox=os.geteuid() != 0,
+                                             args=BROWSER_ARGS)
+    except PlaywrightError as exc:
+        say(f"{grouped.executable} did not start: {_first_line(exc)}")
+        return 1
+    context = browser.new_context(viewport={"width": opts.size[0], "height": opts.size[1]}, device_scale_factor=1)
+    page = context.new_page()
+    start_ms = (int(time.time() * 1000) // 1000) * 1000
+    page.clock.install(time=start_ms - 1000)
+    page.clock.pause_at(start_ms)
+    from . import _scripts
+
+    page.add_init_script(_scripts.INIT)
+    environ = dict(os.environ)
+    if opts.paused:
+        environ[START_PAUSED_ENV] = "1"
+    holder: dict[str, Page] = {}
+    bridge = GameBridge(
+        target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}",
+        state=lambda: holder["page"].state(), on_close=lambda: page.close(run_before_unload=False),
+        clock=True, environ=environ,
+        description=(f"{target.name}: an unmodified web page, run by game-bridge-mcp's browser wrapper in "
+                     "headless Chromium, which knows nothing of its rules. Look at it with screenshots and "
+                     "ui.text; play it with key, mouse and text as a player would; pause, step and resume its "
+                     "clock (timers, animation frames, Date and CSS animations stand still while paused)."),
+        toolsets={"input": "Act as a player: keys, the pointer and typed text, delivered as real browser input."})
+    driver = Page(page, bridge, canvas=opts.screenshot == "canvas", size=opts.size)
+    holder["page"] = driver
+    driver.attach(on_popup=lambda popup: _popup(driver, popup))
+    loaded = threading.Event()
+
+    def warn_loading() -> None:
+        if not loaded.wait(LOAD_WARNING_S):
+            say(f"{url} has not finished loading in {LOAD_WARNING_S:g} s; the debug surface starts once it has "
+                f"(--load-timeout {opts.load_timeout_s:g} s)")
+
+    threading.Thread(target=warn_loading, name="game-bridge-load-warning", daemon=True).start()
+    try:
+        response = page.goto(url, wait_until="load", timeout=opts.load_timeout_s * 1000)
+    except PlaywrightError as exc:
+        say(f"{url} did not load: {_first_line(exc)}")
+        return 1
+    finally:
+        loaded.set()
+    if response is not None and response.status >= 400:
+        say(f"{url} answered HTTP {response.status} {response.status_text}; opening it anyway")
+
+    driver.start()
+    if not bridge.name or bridge.name == target.name:
+        title = str(driver.seen.get("title") or "").strip()
+        if title:
+            bridge.name = title[:100]
+    bridge.screenshot(driver.capture, window=driver.window_size)
+    for func in input_commands(driver.devices, driver):
+        bridge.command(func, toolset="input")
+    bridge.advertise("input")
+    _on_signals(bridge, grouped)
+    try:
+        port = bridge.start(opts.port)
+    except OSError as exc:
+        say(f"cannot serve on 127.0.0.1:{opts.port}: {exc.strerror or exc}")
+        return 1
+    paused = " (paused: send resume or step)" if bridge.paused else ""
+    say(f"{target.name} ({bridge.name}) serving on http://127.0.0.1:{port}{paused}")
+    code = 0
+    try:
+        loop(driver, bridge)
+    except PageGone as exc:
+        code = 0 if "closed" in str(exc) else 1
+    finally:
+        bridge.stop()
+        if driver.gone and "crash" in driver.gone:
+            code = 1
+        try:
+            browser.close()
+        except PlaywrightError:
+            pass
+    say(f"{target.name} ended ({driver.gone or 'closed'}) after {driver.frames_run} frames")
+    return code
+
+
+def loop(driver: Any, bridge: Any) -> None:
+    """The frames: one per 1/60 s while running; while paused, the frames steps owe (in
+    chunks up to the next input due), serving in between."""
+    from ._page import MAX_CHUNK
+
+    next_tick = time.monotonic()
+    while bridge.running and driver.gone is None:
+        bridge.pump()
+        driver.deliver()  # the input those commands asked for
+        if not bridge.running or driver.gone is not None:
+            break
+        if bridge.paused:
+            owed = bridge.owed_frames
+            if owed > 0:
+                driver.frames(min(owed, driver.frames_to_due(), MAX_CHUNK))
+                if not bridge.stepping:
+                    bridge.apply_queued()  # the commands that waited behind the finished step
+                    driver.deliver()
+            else:
+                driver.idle()
+                bridge.wait_for_work(PERIOD_S)
+            next_tick = time.monotonic()
+            continue
+        driver.frames(1)  # (and a look at the page: a command completing now sees this frame)
+        next_tick += PERIOD_S
+        delay = next_tick - time.monotonic()
+        if delay > 0:
+            bridge.wait_for_work(delay)
+        else:
+            next_tick = time.monotonic()  # behind: no catch-up burst
+
+
+def _popup(driver: Any, popup: Any) -> None:
+    """A page the game opened (``window.open``): reported and closed (one page per instance)."""
+    if popup is driver.page:
+        return
+    try:
+        where = popup.url
+        popup.close()
+    except Exception:  # noqa: BLE001 - gone already
+        where = "?"
+    driver.bridge.event("popup", url=str(where)[:500], closed=True)
+
+
+def _on_signals(bridge: Any, grouped: Any) -> None:
+    """SIGTERM / SIGINT end the loop; a page that holds the thread is ended hard after
+    :data:`STOP_GRACE_S`, its browser with it."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        bridge.request_stop()
+
+        def hard_stop() -> None:
+            time.sleep(STOP_GRACE_S)
+            say(f"the page did not let go within {STOP_GRACE_S:g} s of signal {signum}; ending now")
+            grouped.kill(grace_s=0.5)
+            os._exit(128 + signum)
+
+        threading.Thread(target=hard_stop, name="game-bridge-hard-stop", daemon=True).start()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("=")]
+    return lines[0][:500] if lines else type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        opts = parse(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n{USAGE}")
+        return 2
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    if opts.init:
+        try:
+            resolve_target(opts.target, allow_remote=opts.allow_remote)
+            path = write_init(opts, Path.cwd())
+        except (UsageError, OSError) as exc:
+            sys.stderr.write(f"{PROG} --init: {exc}\n")
+            return 2
+        sys.stdout.write(f"Wrote {path}.\nFrom this directory, launch_instance opens {opts.target} through the "
+                         "wrapper; try:\n  game-bridge-mcp call launch_instance --keep\n")
+        return 0
+    return run(opts)
