@@ -71,7 +71,7 @@ def test_options_and_what_may_be_opened() -> None:
     local = resolve_target(str(PAGES), allow_remote=False)
     assert local.root == PAGES and local.path == "index.html"
     argv = declaration(parse(["--size", "640x480", str(PAGES)]))["launch"]["argv"]
-    assert argv[1:] == ["-m", "game_bridge_mcp.game.browser", "--port", "{port}", "--size", "640x480", str(PAGES)]
+    assert argv == ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}", "--size", "640x480", str(PAGES)]
 
 
 def test_what_fails_before_serving_says_so_in_one_line(tmp_path: Path, guard: ProcessGuard) -> None:

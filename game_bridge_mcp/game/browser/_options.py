@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import sys
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -199,8 +198,10 @@ def _local(path: Path) -> Target:
 
 
 def declaration(opts: Options) -> dict[str, Any]:
-    """The launch declaration that opens ``opts``' page through the wrapper."""
-    argv = [sys.executable, "-m", "game_bridge_mcp.game.browser", "--port", "{port}"]
+    """The launch declaration that opens ``opts``' page through the wrapper, with the
+    bridge's own interpreter (``{python}``): no path of this machine but the page's, so it
+    can be committed (the launcher puts the bridge's package on the wrapper's path)."""
+    argv = ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}"]
     if opts.size != DEFAULT_SIZE:
         argv += ["--size", f"{opts.size[0]}x{opts.size[1]}"]
     if opts.browser:
@@ -214,9 +215,6 @@ def declaration(opts: Options) -> dict[str, Any]:
     argv.append(opts.target)
     ready_ms = int(max(60.0, opts.load_timeout_s + 30) * 1000)
     launch: dict[str, Any] = {"argv": argv, "cwd": ".", "readyTimeoutMs": ready_ms}
-    root = Path(__file__).resolve().parents[3]
-    if root.name not in ("site-packages", "dist-packages"):
-        launch["env"] = {"PYTHONPATH": str(root)}  # a checkout: the child imports it from there
     return {"name": f"{opts.target} (web page, through game-bridge-mcp)", "launch": launch}
 
 
