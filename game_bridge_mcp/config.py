@@ -111,7 +111,7 @@ class Config:
         return DEFAULT_PORT
 
     def resolve_port(self, explicit: Any = None) -> int:
-        """The spec's order: the call's own ``port``, ``--port``, ``GAME_BRIDGE_PORT``, 7777."""
+        """The documented port order (docs/cli.md): the call's own ``port``, ``--port``, ``GAME_BRIDGE_PORT``, 7777."""
         if explicit is not None:
             return check_port(explicit)
         return self.default_port()

@@ -165,7 +165,7 @@ class GamePaused(BridgeUsageError):
 
 class CommandFailed(BridgeError):
     """The game applied a command and reported that it failed: its ``commandResults``
-    entry (the contract's extensions ``results``) says ``ok: false``. ``reason`` is the game's text,
+    entry (docs/contract.md, ``results``) says ``ok: false``. ``reason`` is the game's text,
     already sanitised and capped by the caller; ``after`` the state digest after the
     command, which the rendering carries too (an agent reads the text)."""
 
@@ -196,7 +196,7 @@ class CommandFailed(BridgeError):
 
 
 class ClockBroken(NotAGameSurface):
-    """A game advertises ``clock`` but its clock does not do what the contract's extensions say
+    """A game advertises ``clock`` but its clock does not do what docs/contract.md says
     (``simFrame`` runs on while paused, ``step`` completes early or short). Rendered as
     NotAGameSurface (it broke the contract); ``detail`` says how."""
 

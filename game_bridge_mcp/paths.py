@@ -32,10 +32,9 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Callable, Collection
 
-#: Environment variable naming the entries directory itself.
-ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
-#: Environment variable naming its parent (``$GAME_BRIDGE_HOME/instances``).
-ENV_HOME = "GAME_BRIDGE_HOME"
+#: The entries directory itself, and its parent (``$GAME_BRIDGE_HOME/instances``).
+from .contract import ENV_HOME, ENV_INSTANCES
+
 #: Name of the entries directory under the home directory.
 INSTANCES_DIRNAME = "instances"
 #: The default home directory, under the user's home.

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .contract import MAX_STEP_FRAMES, condition_properties
 from .errors import BridgeUsageError
 
 _PORT = {"type": "integer", "minimum": 1, "maximum": 65535,
@@ -27,12 +28,12 @@ _UNTIL = {
     "description": ("After the command is confirmed, wait until this holds and answer with the state that met it "
                     "(settled: true), or settled: false with the last value at the deadline. One of "
                     "{path, equals}, {path, changes: true}, {event}; plus timeoutMs (default 5000)."),
-    "properties": {
-        "path": {"type": "string", "description": "Dotted path into /state, e.g. 'game.moving'."},
-        "equals": {"description": "Wait until the value at path equals this (any JSON)."},
-        "changes": {"type": "boolean", "description": "Wait until the value at path differs from before the command."},
-        "event": {"type": "string", "description": "Wait for a new event whose text contains this."},
-        "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "How long to wait (default 5000)."}}}
+    "properties": condition_properties(
+        path="Dotted path into /state, e.g. 'game.moving'.",
+        equals="Wait until the value at path equals this (any JSON).",
+        changes="Wait until the value at path differs from before the command.",
+        event="Wait for a new event whose text contains this.",
+        timeout="How long to wait (default 5000).")}
 
 
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -96,12 +97,12 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "Answers with the digest of the matching state; on timeout matched: false with the last value seen. "
         "After a command, call_tool's until does the same in one call. A paused game (clock) is refused at "
         "once: step it with advance instead.",
-        _schema({"port": _PORT,
-                 "path": {"type": "string", "description": "Dotted path into /state, e.g. 'game.pendingMerges' or 'ui.elements.0.label'."},
-                 "equals": {"description": "The value to wait for (any JSON)."},
-                 "changes": {"type": "boolean", "description": "Wait until the value at path differs from now."},
-                 "event": {"type": "string", "description": "Wait until an event containing this text is among the recent events."},
-                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "The deadline (default 5000)."}}),
+        _schema({"port": _PORT, **condition_properties(
+            path="Dotted path into /state, e.g. 'game.pendingMerges' or 'ui.elements.0.label'.",
+            equals="The value to wait for (any JSON).",
+            changes="Wait until the value at path differs from now.",
+            event="Wait until an event containing this text is among the recent events.",
+            timeout="The deadline (default 5000).")}),
         "wait_for", read_only=True),
     ToolDef(
         "get_screenshot", "See the game's screen",
@@ -122,9 +123,9 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "where the condition holds and returns the digest then, with matched and framesAdvanced. A running "
         "game is paused first. Launch with paused: true for the same result from the same seed and moves.",
         _schema({"port": _PORT,
-                 "frames": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
+                 "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
                  "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true} or {event}. Checked on the current state first."},
-                 "maxFrames": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."}}),
+                 "maxFrames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."}}),
         "advance", destructive=False),
     ToolDef(
         "get_events", "Read the game's events, each once",

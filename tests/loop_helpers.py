@@ -2,7 +2,7 @@
 kit's demo and the hand-made reference game, and a bridge behind the real MCP client.
 
 The kit and the bridge are written by the same project, so every wire behaviour is tested
-against ``peers/handmade.py`` (written from the contract's extensions alone) as well.
+against ``peers/handmade.py`` (written from docs/contract.md alone) as well.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The bridge's use of ``after`` and ``view`` (the contract's extensions), counted by the game.
+"""The bridge's use of ``after`` and ``view`` (docs/contract.md), counted by the game.
 
-Against the hand-made reference game (written from the spec alone) and the kit: a game
+Against the hand-made reference game (written from docs/contract.md alone) and the kit: a game
 that advertises ``after`` is sent the command and ONE held ``/state?after=<id>``; one that
 advertises ``view`` is asked for ``view=digest`` wherever the digest is all that is
 needed; a game that advertises neither is never sent either parameter. A game that lies

@@ -1,5 +1,5 @@
 """``check`` on the extensions: every advertised feature of the hand-made reference game
-(written from the contract's extensions, not with the kit) passes, and each way of lying about one
+(written from docs/contract.md, not with the kit) passes, and each way of lying about one
 gets the FAIL line that says what was wrong."""
 
 from __future__ import annotations

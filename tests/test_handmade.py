@@ -1,4 +1,4 @@
-"""The hand-made reference game does what the contract's extensions say (so tests that use it as the
+"""The hand-made reference game does what docs/contract.md says (so tests that use it as the
 independent implementation test the bridge, not a second mistake), in-process and as a
 child process. Read with urllib and zlib only: nothing from game_bridge_mcp."""
 

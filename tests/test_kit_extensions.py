@@ -1,4 +1,4 @@
-"""The kit's extensions on the wire, exactly as the contract's extensions spell them: features,
+"""The kit's extensions on the wire, exactly as docs/contract.md spells them: features,
 results, events by cursor, after (held requests) and view=digest. Real HTTP on port 0."""
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ LAYERS: dict[str, float] = {
     "core": 3, "check": 3,
     "discovery": 2, "launch": 2,
     "wire": 1, "manifest": 1, "registry": 1,
-    "errors": 0, "config": 0, "paths": 0, "jsonio": 0, "polling": 0, "tools": 0, "listeners": 0, "_version": 0,
+    "contract": 0, "errors": 0, "config": 0, "paths": 0, "jsonio": 0, "polling": 0, "tools": 0, "listeners": 0, "_version": 0,
 }
 #: What the game kit may import besides itself: a game needs no HTTP client or bridge.
-GAME_MAY_IMPORT = {"registry", "jsonio", "paths", "config", "errors", "_version"}
+GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version"}
 #: The package's front doors, which re-export public names lazily from everywhere.
 FACADES = {f"{ROOT}.__init__", f"{ROOT}.__main__"}
 
@@ -101,6 +101,12 @@ def test_imports_run_downward_between_boxes() -> None:
             if dest == "game" or LAYERS[dest] > LAYERS[source] or LAYERS[dest] == LAYERS[source] != 0:
                 bad.append(f"{module}:{line} imports {target} ({source} may not import {dest})")
     assert not bad, "\n".join(bad)
+
+
+def test_the_contract_imports_nothing_of_the_package() -> None:
+    """contract.py is the bottom: pure data that the kit, the bridge and check all import."""
+    found = [f"{target} (line {line})" for target, line, _names in imports()[f"{ROOT}.contract"] if internal(target)]
+    assert not found, found
 
 
 def test_no_import_cycles_at_all() -> None:

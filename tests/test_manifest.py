@@ -1,4 +1,4 @@
-"""Manifest normalisation: every shape the spec tolerates, every drop reason, hostile input."""
+"""Manifest normalisation: every shape the reader tolerates, every drop reason, hostile input."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def dropped_reason(tool: Any) -> str:
     return manifest.dropped[0].reason
 
 
-# ---------------------------------------------------------------- the spec's example
+# ---------------------------------------------------------------- the contract's example (docs/contract.md)
 
 
 def test_spec_example_manifest() -> None:

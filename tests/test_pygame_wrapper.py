@@ -200,7 +200,7 @@ def test_a_game_that_never_flips_is_reported_by_readiness(tmp_path: Path, launch
 def test_a_wrapped_game_passes_the_conformance_check(tmp_path: Path) -> None:
     """``game-bridge-mcp pygame --init`` then ``game-bridge-mcp check --launch``: every
     advertised extension (results, after, view, events, screenshot, clock with a paused
-    start, input) as the contract's extensions describe it, on an unmodified game."""
+    start, input) as docs/contract.md describes it, on an unmodified game."""
     init = subprocess.run([PYTHON, "-m", "game_bridge_mcp", "pygame", "--init", str(CLOCKED)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert init.returncode == 0, init.stderr

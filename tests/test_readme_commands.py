@@ -296,3 +296,33 @@ def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
     assert (scratch / "gamebridge.json").is_file()  # demo --init, here
     assert (scratch / "board.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # call get_screenshot --out
     assert '"game-bridge-trace"' in (scratch / "run.trace").read_text()  # GAME_BRIDGE_RECORD=run.trace call
+
+
+def test_every_page_the_code_and_docs_cite_exists() -> None:
+    """A ``docs/<page>.md`` named in the package, the tests, the scripts or the docs is a page
+    of this checkout, and nothing cites a contract page the checkout does not have."""
+    cited: dict[str, str] = {}
+    stale: list[str] = []
+    for path in [README, *(ROOT / "docs").glob("*.md"), *(ROOT / "game_bridge_mcp").rglob("*.py"),
+                 *(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT).as_posix()
+        for page in re.findall(r"\bdocs/([a-z-]+\.md)", text) + (
+                re.findall(r"\]\(([a-z-]+\.md)", text) if where.startswith("docs/") else []):
+            cited.setdefault(page, where)
+        if where != "tests/test_readme_commands.py" and re.search(r"extensions\.md|the extensions page", text):
+            stale.append(where)
+    missing = {page: where for page, where in cited.items() if not (ROOT / "docs" / page).is_file()}
+    assert not missing, f"cited but not in docs/: {missing}"
+    assert not stale, f"cite a contract page this checkout does not have (use docs/contract.md): {stale}"
+
+
+def test_the_contract_page_names_every_extension() -> None:
+    from game_bridge_mcp import contract
+
+    text = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z]+)` \|", section(ROOT / "docs" / "contract.md", "Any engine: the optional extensions on the wire"), re.M)
+    assert tuple(rows) == contract.FEATURES
+    for name in (contract.ENV_START_PAUSED, contract.ENV_DEBUG_PORT, contract.FRAME_HEADER, contract.WINDOW_HEADER,
+                 contract.CONFIRMED_BY_FRAMES, *contract.DIGEST_KEEPS, *contract.CLOCK_COMMANDS, *contract.INPUT_ARGS):
+        assert name in text, name

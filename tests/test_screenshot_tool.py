@@ -1,5 +1,5 @@
 """``get_screenshot``: the game's screen as an MCP image block plus a text block, against the
-hand-made reference game (written from the contract's extensions, not the kit) and the kit's demo;
+hand-made reference game (written from docs/contract.md, not the kit) and the kit's demo;
 ``changed``, the private saved copies and their pruning, Pillow's scaling and its absence,
 and every bad input and lying game with a clear error while the bridge keeps serving."""
 

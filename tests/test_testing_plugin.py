@@ -115,7 +115,7 @@ def test_a_game_projects_ci_runs_its_tests_and_its_recordings(tmp_path: Path, gu
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed" in done.stdout
     print(done.stdout)
-    # caught at the move that scored differently: its result (the contract's extensions results) says so
+    # caught at the move that scored differently: its result (docs/contract.md, results) says so
     assert 'DIVERGED at step 5 of 10: drop {"x": 0}' in done.stdout
     assert "result.scoreGained\n    recorded: 3\n    replayed: 6" in done.stdout
 

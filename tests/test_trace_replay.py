@@ -189,7 +189,7 @@ def test_a_changed_build_diverges_where_the_rules_changed(session: Session) -> N
     code, out, err = session.replay("--report", str(report),
                                     decl=declaration(session.root / "double", variant="double-score"))
     assert code == 1, out + err
-    # the second cherry merges with the first: that drop's result (the contract's extensions results)
+    # the second cherry merges with the first: that drop's result (docs/contract.md, results)
     # already says what it scores, so the divergence is found at the move that caused it
     step = step_of(session, "drop", 2)
     assert f'DIVERGED at step {step} of {len(session.answers)}: drop {{"x": 0}}' in out

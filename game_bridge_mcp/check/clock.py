@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..contract import ENV_START_PAUSED, MAX_HOLD_MS
 from .base import FAIL, PASS, SKIP, CheckSession, is_int, show_value
 
 #: Frames watched while paused.
@@ -30,7 +31,7 @@ class ClockChecks(CheckSession):
         if command_id is None:
             return None, problem
         if after:  # held by the game: the snapshot of the very frame it completed in
-            wait_ms = min(10000, int(self.timeout_s * 1000))
+            wait_ms = min(MAX_HOLD_MS, int(self.timeout_s * 1000))
             doc, problem = self.read(f"/state?after={command_id}&waitMs={wait_ms}", timeout_s=self.timeout_s + 1)
             done = doc.get("completedCommandId") if doc is not None else None
             if doc is not None and is_int(done) and done >= command_id:
@@ -131,7 +132,7 @@ class ClockChecks(CheckSession):
             self.report(SKIP, "clock: GAME_BRIDGE_START_PAUSED: checked only with --launch")
             return
         try:
-            port, stop = launch({"GAME_BRIDGE_START_PAUSED": "1"})
+            port, stop = launch({ENV_START_PAUSED: "1"})
         except Exception as exc:  # a BridgeError rendered, or an OS error
             render = getattr(exc, "render", None)
             self.report(FAIL, "clock: the game did not start with GAME_BRIDGE_START_PAUSED=1",

@@ -4,7 +4,7 @@ view, input; events, clock and screenshot have their own modules).
 Why this module exists: a bridge that reads ``features`` believes them: it takes
 ``commandResults`` as the truth about a command, holds a request on ``after`` instead of
 polling, and builds its digest from ``view=digest``. A game that advertises a feature it
-does not implement as the contract's extensions describe it breaks the bridge in ways that look
+does not implement as docs/contract.md describes it breaks the bridge in ways that look
 like the bridge's fault, so each advertised feature is tried here, without knowing
 anything about the game beyond its harmless command (``noop`` or ``--command``).
 """
@@ -14,22 +14,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..contract import (DESCRIPTION_CHARS, DIGEST_KEEPS, FEATURES, INPUT_ARGS, MAX_HOLD_MS, RESULTS_KEPT,
+                        UI_TEXT_CHARS)
 from .base import FAIL, PASS, SKIP, WARN, CheckSession, is_int, show_value
 
-KNOWN_FEATURES = ("results", "after", "view", "events", "screenshot", "clock", "input")
+KNOWN_FEATURES = FEATURES
 #: The keys view=digest keeps (besides the scalar fields inside ``game``).
-DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
-#: How many outcomes commandResults must keep at least.
-RESULTS_KEPT = 16
+DIGEST_KEYS = DIGEST_KEEPS
 #: waitMs for the checks that expect a game to hold its answer for all of it.
 HOLD_MS = 400
 #: waitMs for an id already done (the answer must not wait for it).
 DONE_WAIT_MS = 2000
-#: The conventions' sizes: what list_toolsets and the digest show at most.
-DESCRIPTION_CHARS = 2000
-UI_TEXT_CHARS = 4000
-#: The input commands and the argument names the contract's extensions give them.
-INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action"), "text": ("text",)}
 
 
 def is_scalar(value: Any) -> bool:
@@ -157,7 +152,7 @@ class FeatureChecks(CheckSession):
         if command_id is None:
             self.report(FAIL, f"after: {problem}")
             return
-        wait_ms = min(10000, int(self.timeout_s * 1000))
+        wait_ms = min(MAX_HOLD_MS, int(self.timeout_s * 1000))
         doc, problem, ms = self._timed(f"/state?after={command_id}&waitMs={wait_ms}", self.timeout_s + wait_ms / 1000)
         done = doc.get("completedCommandId") if doc is not None else None
         if doc is None:
@@ -263,7 +258,7 @@ class FeatureChecks(CheckSession):
                 problems.append(f"'{name}' has no argument{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
                                 f"(it has {', '.join(sorted(have)) or 'none'})")
         if problems:
-            self.report(FAIL, "input: the commands are not as the contract's extensions name them (docs/contract.md)", *problems,
+            self.report(FAIL, "input: the commands are not as docs/contract.md names them", *problems,
                         "key {key, action, frames}, mouse {x, y, button, action}, text {text}.")
             return
         self.report(PASS, "input: key {key, action, frames}, mouse {x, y, button, action} and text {text} are "

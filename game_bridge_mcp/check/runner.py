@@ -20,7 +20,7 @@ the command cycle is ``noop`` when the game knows it; ``--command NAME --arg k=v
 names another (it is sent twice, so choose something harmless).
 
 Every extension the game advertises in ``/health`` ``features`` is checked as
-the contract's extensions describe it (``GAME_BRIDGE_START_PAUSED`` by a second launch, so only
+docs/contract.md describes it (``GAME_BRIDGE_START_PAUSED`` by a second launch, so only
 with ``--launch``).
 
 This module is the command line, the order of the run, ``--launch`` (with a watch on

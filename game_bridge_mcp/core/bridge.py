@@ -22,6 +22,7 @@ from ..wire.client import GameClient
 from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
+from ..contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID
 from . import events, listing, ports
 from .events import answer_digest
 from .answer import command_answer
@@ -101,7 +102,7 @@ class Bridge:
             self.client(port).new_session()
 
     def _port(self, port: Any) -> int:
-        """The spec's order, with one step before 7777: the one instance this bridge
+        """The documented port order (docs/cli.md), with one step before 7777: the one instance this bridge
         launched (see core/ports.py)."""
         if port is None:
             implied = ports.implied_port(self.config, self.launched_ports())
@@ -163,7 +164,7 @@ class Bridge:
     # ------------------------------------------------------------------ dispatch
     def run_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *,
                  progress: Progress | None = None) -> dict[str, Any]:
-        """Run one of the seven tools by its MCP name, with the spec's argument names.
+        """Run one of the seven tools by its MCP name, with the tools' argument names.
 
         This is the Bridge's one door (the MCP adapter, ``--eager``'s flat tools, the
         ``call`` CLI, replay and the pytest driver all come through it), and so the one
@@ -292,7 +293,7 @@ class Bridge:
     # ------------------------------------------------------------------ call_tool
     def call_tool(self, *, name: Any, arguments: Any = None, until: Any = None, port: Any = None,
                   progress: Progress | None = None) -> dict[str, Any]:
-        """The spec's resolution order: bridge tools and composites, the manifest (one
+        """The resolution order (docs/tools.md): bridge tools and composites, the manifest (one
         re-fetch on a miss), then passthrough. ``until``: after the command is confirmed,
         wait for a condition and answer with the state that satisfied it."""
         if not isinstance(name, str) or not name.strip():
@@ -405,7 +406,7 @@ class Bridge:
 
         outcome = self._guarded(port, send)
         confirmation = outcome["confirmation"]
-        applied = {"completedCommandId": True, "frames-advanced": True}.get(
+        applied = {CONFIRMED_BY_ID: True, CONFIRMED_BY_FRAMES: True}.get(
             confirmation, False if confirmation == "not-waited" else None)
         fields: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command,
                                   "applied": applied}
@@ -415,7 +416,7 @@ class Bridge:
             fields["commandId"] = outcome["reportedCommandId"]
         else:
             fields["commandId"] = None
-        fields["confirmation"] = confirmation  # how sure "applied" is (the spec's label)
+        fields["confirmation"] = confirmation  # how sure "applied" is (docs/contract.md's label)
         if outcome.get("idNote"):
             fields["confirmationNote"] = outcome["idNote"]
         state = outcome.get("state")

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import polling
+from ..contract import ENV_START_PAUSED, MAX_STEP_FRAMES
 from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed, CommandTimeout,
                       GameOffline, GamePaused, NotAGameSurface)
 from ..jsonio import as_int
@@ -38,10 +39,10 @@ from .events import answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
 
-#: The environment variable that starts a game paused (the contract's extensions, ``clock``).
-START_PAUSED_ENV = "GAME_BRIDGE_START_PAUSED"
-#: ``advance``'s bounds: ``step`` takes 1 to 10000 frames, and so does advance.
-MAX_ADVANCE_FRAMES = 10_000
+#: The environment variable that starts a game paused (``clock``).
+START_PAUSED_ENV = ENV_START_PAUSED
+#: ``advance``'s bounds: ``step``'s.
+MAX_ADVANCE_FRAMES = MAX_STEP_FRAMES
 DEFAULT_MAX_FRAMES = 600
 #: A single ``step {frames: N}`` may take this much longer than the command timeout per
 #: frame (when the game's loop period is not known yet; else twice that period).

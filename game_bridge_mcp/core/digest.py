@@ -11,14 +11,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import DIGEST_KEEPS, UI_TEXT_CHARS
 from ..manifest.sanitise import sanitise_text
 
 MAX_EVENTS = 10
 MAX_STRING = 300
 MAX_FIELDS = 64
 MAX_LABELS = 50
-#: ``ui.text``, the text picture of the screen (the contract's extensions: at most about 4000).
-MAX_UI_TEXT = 4000
+#: ``ui.text``, the text picture of the screen.
+MAX_UI_TEXT = UI_TEXT_CHARS
 #: A value the game supplies for the agent to read (a command's ``result``, an event's
 #: fields): containers are cut at this depth and this many entries, then the whole at
 #: the caller's budget of characters.
@@ -156,9 +157,9 @@ def bounded(value: Any, budget: int) -> tuple[Any, bool]:
     return text[: max(1, budget - 1)] + "…", True
 
 
-#: The top-level keys a game's ``/state?view=digest`` keeps whole (the contract's extensions); inside
-#: ``game`` it keeps only the scalar values.
-DIGEST_VIEW_KEYS = frozenset({"frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults"})
+#: The top-level keys a game's ``/state?view=digest`` keeps whole; inside ``game`` it keeps
+#: only the scalar values.
+DIGEST_VIEW_KEYS = frozenset(DIGEST_KEEPS)
 
 
 def digest_keeps(path: str) -> bool | None:

@@ -1,4 +1,4 @@
-"""What a confirmed command did, from ``/state`` ``commandResults`` (the contract's extensions ``results``).
+"""What a confirmed command did, from ``/state`` ``commandResults`` (docs/contract.md, ``results``).
 
 Why a module of its own: the bridge must say truthfully whether a command worked, and a
 game's list can be missing, rolled past the command, or malformed. :func:`command_outcome`
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import RESULT_CHARS
 from ..jsonio import as_int
 from ..manifest.sanitise import kind_of, sanitise_text
 from .digest import bounded
@@ -20,7 +21,7 @@ from .digest import bounded
 #: The game's reason for a refusal, in characters.
 MAX_REASON = 500
 #: A command's ``result`` in the answer, in characters of JSON.
-MAX_RESULT = 2000
+MAX_RESULT = RESULT_CHARS
 #: Entries looked at, newest first (a game may keep many; the bridge wants one).
 MAX_ENTRIES = 1000
 

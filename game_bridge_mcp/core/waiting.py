@@ -28,15 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import polling
+from ..contract import CONDITION_KEYS, CONDITION_SHAPES, DEFAULT_WAIT_MS, MAX_WAIT_MS, TIMEOUT_KEY
 from .digest import digest_keeps, event_text, get_path, json_equal
 from ..errors import BridgeUsageError, GameOffline
 from ..jsonio import as_int
 
-MAX_WAIT_MS = 600_000
-DEFAULT_WAIT_MS = 5000
-#: The keys of a condition given as an object (``until``, ``advance``'s ``until``).
-CONDITION_KEYS = ("path", "equals", "changes", "event")
-SHAPES = "{path, equals}, {path, changes: true} or {event}"
+#: The keys of a condition given as an object (``until``, ``advance``'s ``until``), and its shapes.
+SHAPES = CONDITION_SHAPES
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class Condition:
         """A condition given as an object: ``{path, equals}``, ``{path, changes: true}`` or
         ``{event}``, plus ``timeoutMs`` when ``timeout`` (returned apart; None when not
         given). Raises BridgeUsageError naming what is wrong with any other shape."""
-        keys = CONDITION_KEYS + (("timeoutMs",) if timeout else ())
+        keys = CONDITION_KEYS + ((TIMEOUT_KEY,) if timeout else ())
         usage = f"{what} takes {SHAPES}" + (", with an optional timeoutMs" if timeout else "")
         if not isinstance(spec, Mapping):
             raise BridgeUsageError(f"{usage}; got {type(spec).__name__}.")

@@ -28,6 +28,7 @@ import logging
 import threading
 from typing import Any, Callable, Optional
 
+from ..contract import FRAME_HEADER, MAX_HEIGHT, MAX_WIDTH, WINDOW_HEADER
 from . import image
 from ._http import Answer, json_bytes
 from ._kit.query import parse as parse_query
@@ -66,7 +67,7 @@ def parse_limits(query: str) -> Limits:
     given twice."""
     params = parse_query(query)  # a QueryError is a ValueError
     sizes = []
-    for name in ("maxWidth", "maxHeight"):
+    for name in (MAX_WIDTH, MAX_HEIGHT):
         text = params.get(name)
         if text is None:
             sizes.append(DEFAULT_SIZE)
@@ -145,10 +146,10 @@ class Screenshots:
             return _unavailable(f"the game's picture could not be served: {exc}")
         except Exception as exc:  # pygame raises its own error type for unreadable data
             return _unavailable(f"the game's picture could not be served: {type(exc).__name__}: {exc}")
-        headers = [("X-Game-Frame", str(request.frame))]
+        headers = [(FRAME_HEADER, str(request.frame))]
         window = self._window_header()
         if window is not None:
-            headers.append(("X-Game-Window", window))
+            headers.append((WINDOW_HEADER, window))
         return Answer(200, shot.data, content_type=shot.mime, headers=tuple(headers))
 
     def _window_header(self) -> str | None:

@@ -52,10 +52,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
+from ..contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE, PROTOCOL, RESULTS, SCREENSHOT,
+                        VIEW_FEATURE)
 from ._kit import loop as _loop
 from ._args import Arg, spec_from_function
 from ._kit.clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
-from ._kit.commands import PROTOCOL, CommandQueue, CommandTable
+from ._kit.commands import CommandQueue, CommandTable
 from ._kit.events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
 from ._http import RouteAnswer, json_bytes
 from ._kit.outcomes import Outcomes, Pending
@@ -77,10 +79,10 @@ DEFAULT_MAX_EVENTS = DEFAULT_STATE_EVENTS
 #: replaced; ``paused`` too when the kit runs the clock).
 KIT_STATE_KEYS = ("frame", "simFrame", "completedCommandId", "events", "commandResults")
 #: The extensions every kit game implements (``/health.features``).
-BASE_FEATURES = ("results", "after", "view", "events")
-CLOCK_TOOLSET = "clock"
+BASE_FEATURES = (RESULTS, AFTER_FEATURE, VIEW_FEATURE, EVENTS_FEATURE)
+CLOCK_TOOLSET = CLOCK
 #: A description longer than this is published, but the bridge shows about this much.
-DESCRIPTION_SHOWN = 2000
+DESCRIPTION_SHOWN = DESCRIPTION_CHARS
 
 
 class GameBridge:
@@ -201,7 +203,7 @@ class GameBridge:
 
         def register(target: Capture) -> Capture:
             self._screenshots = Screenshots(target, window=window, wait_s=wait_s)
-            self._routes["/screenshot"] = self._screenshots.answer
+            self._routes[SCREENSHOT] = self._screenshots.answer
             self.advertise("screenshot")
             return target
 
@@ -230,7 +232,7 @@ class GameBridge:
 
     def advertise(self, *features: str) -> None:
         """Add names to ``/health.features``. Only for what the game implements exactly
-        as the extensions page says: ``check`` tests every advertised feature."""
+        as docs/contract.md says: ``check`` tests every advertised feature."""
         for feature in features:
             if str(feature) not in self._features:
                 self._features.append(str(feature))

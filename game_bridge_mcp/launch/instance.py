@@ -331,7 +331,7 @@ class Instance:
 
     def boot_failure(self, what: str, *, exit_code: int | None = None,
                      timed_out: bool = False) -> BridgeUsageError:
-        """The spec's boot-failure error for this (already reaped) instance: what went
+        """The boot-failure error (docs/launching.md) for this (already reaped) instance: what went
         wrong, the command, where it ran, the log file and its last output."""
         self.capture.wait_eof(0.5)
         tail = self.capture.tail(FAILURE_TAIL_LINES)

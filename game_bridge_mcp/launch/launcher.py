@@ -397,7 +397,7 @@ class Launcher:
 
     def _fail_launch(self, inst: Instance, what: str, *, exit_code: int | None = None,
                      timed_out: bool = False) -> NoReturn:
-        """Reap the tree, forget the instance and raise the spec's boot-failure error."""
+        """Reap the tree, forget the instance and raise the boot-failure error docs/launching.md describes."""
         self._discard(inst, term_s=STOP_TERM_S)
         raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out)
 

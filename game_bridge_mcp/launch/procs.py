@@ -45,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from ..contract import ENV_LAUNCH_ID
+
 try:
     import psutil
 except ImportError:  # pragma: no cover - psutil is a dependency; degrade to group signals
@@ -53,7 +55,7 @@ except ImportError:  # pragma: no cover - psutil is a dependency; degrade to gro
 log = logging.getLogger(__name__)
 
 #: Name of the environment variable set on every launched process.
-MARKER_KEY = "GAME_BRIDGE_LAUNCH_ID"
+MARKER_KEY = ENV_LAUNCH_ID
 #: psutil create_time is a float of clock ticks; equal processes match within this.
 _CTIME_TOLERANCE = 0.02
 

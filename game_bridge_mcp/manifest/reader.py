@@ -1,7 +1,7 @@
 """Reading a game's tool manifest (``GET /tools`` or ``--manifest FILE``) into toolsets.
 
 Why this module exists: the manifest is written by whatever serialiser a game had to
-hand, so the spec asks the bridge to be tolerant (toolsets as an array or a map; tools
+hand, so docs/contract.md asks the bridge to be tolerant (toolsets as an array or a map; tools
 as an array or a map; string ``sync`` flags; any ``game.protocol``), and one malformed
 tool must never take an instance offline. It is also *hostile input*: its text reaches
 a model, so it is data, not instructions; sizes are bounded, and a game tool never
@@ -26,6 +26,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Iterator
 
+from ..contract import PROTOCOL
 from ..errors import BridgeUsageError
 from ..tools import BRIDGE_TOOL_NAMES
 from .sanitise import (ARG_DESCRIPTION_LIMIT, DESCRIPTION_LIMIT, EXAMPLE_LIMIT, FOLDED_DEFAULT_LIMIT,
@@ -38,7 +39,7 @@ from ..jsonio import FileProblem, load_json_file
 log = logging.getLogger(__name__)
 
 #: The manifest document version this bridge reads (``game.protocol``).
-MANIFEST_PROTOCOL = 1
+MANIFEST_PROTOCOL = PROTOCOL
 #: Toolset names the bridge answers itself in ``describe_toolset``.
 RESERVED_TOOLSETS = frozenset({"bridge", "passthrough"})
 

@@ -20,9 +20,11 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ..contract import DESCRIPTION_CHARS
+
 #: Caps on manifest text, in characters.
 DESCRIPTION_LIMIT = 1000
-GAME_DESCRIPTION_LIMIT = 2000  # /tools game.description: the rules (the contract's extensions)
+GAME_DESCRIPTION_LIMIT = DESCRIPTION_CHARS  # /tools game.description: the rules
 ARG_DESCRIPTION_LIMIT = 500
 IDENTITY_LIMIT = 200  # game.name, game.version
 EXAMPLE_LIMIT = 200

@@ -277,7 +277,7 @@ def _check_arg_name(name: Any, reserved: frozenset[str]) -> str:
 
 
 def _arg_entries(args: Any) -> list[tuple[Any, Mapping[str, Any] | None]]:
-    """(name, spec) pairs from every argument shape the spec tolerates."""
+    """(name, spec) pairs from every argument shape the manifest reader tolerates."""
     entries: list[tuple[Any, Mapping[str, Any] | None]] = []
     if args is None:
         return entries

@@ -94,7 +94,7 @@ class Registration:
 def entry_document(*, port: int, name: str, version: str, protocol: int = 1,
                    host: str = "127.0.0.1", pid: int, started: str | None = None,
                    cwd: str | None = None) -> dict[str, Any]:
-    """The JSON document of an entry, in the spec's field order."""
+    """The JSON document of an entry, in docs/contract.md's field order."""
     doc: dict[str, Any] = {"name": name, "version": version, "protocol": protocol,
                            "port": port, "pid": pid, "host": host,
                            "started": started or _now_iso()}

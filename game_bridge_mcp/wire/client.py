@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from .. import polling
 from ..config import port_number
+from ..contract import CMD, FRAME_HEADER, WINDOW_HEADER
 from ..jsonio import decode_json, decode_json_taking
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSurface,
@@ -140,7 +141,7 @@ class GameClient(Confirming):
         self.health_cost_s = 0.0
         #: Does it apply commands between frames (so a frame need not be waited for)?
         self.applies_between_frames = False
-        #: The extensions the game advertises in ``/health`` ``features`` (the contract's extensions),
+        #: The extensions the game advertises in ``/health`` ``features`` (docs/contract.md),
         #: learned from every /health answer; None until one has been read.
         self.features: frozenset[str] | None = None
         #: Advertised extensions the game was caught breaking (an ``after`` answered early
@@ -277,7 +278,7 @@ class GameClient(Confirming):
         """``GET /state`` as a dict (a game that answers something else breaks the contract).
 
         ``digest``: the digest is all the caller needs, so a game that advertises ``view``
-        is asked for ``view=digest`` (the contract's extensions); others answer the whole state."""
+        is asked for ``view=digest`` (docs/contract.md); others answer the whole state."""
         if digest and self.features is None:
             self.learn_features(timeout_ms=timeout_ms)  # once per generation: may it be asked?
         view = digest and self.uses("view")
@@ -348,11 +349,11 @@ class GameClient(Confirming):
             info = inspect_image(response.body, response.headers.get("content-type"))
         except ImageProblem as exc:
             raise NotAGameSurface(self.port, f"did not answer a usable image: {exc}", path="/screenshot") from None
-        return Screenshot(info, response.body, parse_frame(response.headers.get("x-game-frame")),
-                          parse_window(response.headers.get("x-game-window")))
+        return Screenshot(info, response.body, parse_frame(response.headers.get(FRAME_HEADER.lower())),
+                          parse_window(response.headers.get(WINDOW_HEADER.lower())))
 
     def events_page(self, since: int, limit: int, *, timeout_ms: int | None = None) -> Page:
-        """``GET /events?since=&limit=`` (the contract's extensions ``events``), checked (wire/events.py)."""
+        """``GET /events?since=&limit=`` (docs/contract.md, ``events``), checked (wire/events.py)."""
         path = f"/events?since={int(since)}&limit={int(limit)}"
         response = self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=DEFAULT_MAX_BYTES)
         if response.status != 200:
@@ -370,9 +371,9 @@ class GameClient(Confirming):
         error's ``answer``)."""
         if not isinstance(cmd, str) or not cmd:
             raise BridgeUsageError("A command name must be a non-empty string.")
-        query: list[tuple[str, str]] = [("cmd", cmd)]
+        query: list[tuple[str, str]] = [(CMD, cmd)]
         for key, value in (args or {}).items():
-            if key == "cmd":
+            if key == CMD:
                 raise BridgeUsageError("An argument may not be called 'cmd': the contract uses that key for the command name.")
             query.append((str(key), _format_arg(value)))
         path = "/command?" + urllib.parse.urlencode(query)

@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..contract import CONFIRM_FRAMES, CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, MAX_HOLD_MS
 from ..errors import CommandTimeout, GameOffline
 from ..jsonio import as_int
 from .frames import FrameClock
@@ -56,12 +57,12 @@ WINDOW_POLLS = 5
 #: re-measures the frame's start).
 MIN_LEAD_S = 0.00005
 MAX_LEAD_S = 0.00015
-#: ``after``: the longest hold the extensions page allows (ms); how much of the deadline
+#: ``after``: the longest hold docs/contract.md allows (ms); how much of the deadline
 #: is kept for a held answer's transfer (plus twice what a /state of the kind asked
 #: costs); a held answer this much (or 5 %) shorter than its waitMs, without the command,
 #: breaks the rule; a hold of at least this many ms that lasted all of waitMs although the
 #: command was done breaks it too (see GameClient._confirm_held).
-MAX_WAIT_MS = 10000
+MAX_WAIT_MS = MAX_HOLD_MS
 HELD_RESERVE_S = 0.02
 EARLY_TOLERANCE_S = 0.005
 HANG_CHECK_MS = 200
@@ -131,7 +132,7 @@ class Confirming:
             raise CommandTimeout(self.port, cmd, total_ms, message=f"{exc.message} {why}; nor did its "
                                  "frames advance.", reportedCommandId=command_id) from None
         outcome["idNote"] = why + (" (confirmed by frames advancing instead)."
-                                   if outcome["confirmation"] == "frames-advanced" else ".")
+                                   if outcome["confirmation"] == CONFIRMED_BY_FRAMES else ".")
         outcome["reportedCommandId"] = command_id
         return outcome
 
@@ -171,7 +172,7 @@ class Confirming:
                 last = state
                 verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state)
                 if verdict is not None:
-                    if expected_start is not None and verdict["confirmation"] == "completedCommandId":
+                    if expected_start is not None and verdict["confirmation"] == CONFIRMED_BY_ID:
                         self.frames.note_applied(expected_start, self._clock())  # when to poll next time
                     return verdict
                 if command_id is None or counter(state.get("completedCommandId")) is None:
@@ -202,16 +203,16 @@ class Confirming:
                 return None
             if queued_frame is not None and frame == queued_frame:
                 self.applies_between_frames = True  # never wait for a frame with this game
-            return {"answer": answer, "commandId": command_id, "confirmation": "completedCommandId", "state": state}
+            return {"answer": answer, "commandId": command_id, "confirmation": CONFIRMED_BY_ID, "state": state}
         if frame is None:
             return {"answer": answer, "commandId": command_id, "confirmation": "unconfirmed", "state": state}
-        if base_frame is not None and frame >= base_frame + 2:
-            return {"answer": answer, "commandId": command_id, "confirmation": "frames-advanced", "state": state}
+        if base_frame is not None and frame >= base_frame + CONFIRM_FRAMES:
+            return {"answer": answer, "commandId": command_id, "confirmation": CONFIRMED_BY_FRAMES, "state": state}
         return None
 
     def _confirm_held(self, cmd: str, command_id: int, queued_frame: int | None, deadline: float,
                       total_ms: int, answer: dict, digest: bool) -> dict | None:
-        """``after`` (the contract's extensions): ``/state?after=<id>&waitMs=<what is left>``, asked
+        """``after`` (docs/contract.md): ``/state?after=<id>&waitMs=<what is left>``, asked
         again only when it was held for all of ``waitMs``. None when the game broke the
         rule (answered early without the command, or without ``completedCommandId``):
         the caller confirms by polling, and the feature is not used again until restart.

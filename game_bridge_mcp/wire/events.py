@@ -1,7 +1,7 @@
 """Each event once: the bridge's events cursor for one port, and ``/events`` pages.
 
 Why a module of its own: an agent should see every event the game reports once, not the
-same ten after every call (the contract's extensions ``events``). Games that number their events
+same ten after every call (docs/contract.md, ``events``). Games that number their events
 (``seq``, growing by one over the life of the process) let the bridge keep a cursor per
 port: the ``seq`` of the newest event it has reported. The GameClient owns one
 :class:`EventsCursor` per generation (a restart it notices starts a new one); the cursor
@@ -52,7 +52,7 @@ class Page:
 
 
 def read_page(doc: Any, since: int) -> Page:
-    """A ``/events`` answer checked against the contract's extensions; ValueError saying what is wrong."""
+    """A ``/events`` answer checked against docs/contract.md; ValueError saying what is wrong."""
     if not isinstance(doc, Mapping):
         raise ValueError("is not a JSON object")
     events = doc.get("events")

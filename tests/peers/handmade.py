@@ -1,4 +1,4 @@
-"""A reference game written by hand from the contract's extensions (docs/contract.md) alone, for tests.
+"""A reference game written by hand from docs/contract.md alone, for tests.
 
 Why it exists: the game kit (``game_bridge_mcp.game``) and the bridge are written by the
 same project; if both got a wire detail wrong in the same way, tests against the kit
@@ -78,7 +78,7 @@ from typing import Any, Iterable, Mapping
 
 FEATURES = ("results", "after", "view", "events", "screenshot", "clock", "input")
 
-#: Lying modes: each breaks one rule of the contract's extensions while still advertising the feature.
+#: Lying modes: each breaks one rule of docs/contract.md while still advertising the feature.
 LIES = {
     "simframe-runs-while-paused": "clock: simFrame keeps counting while paused",
     "step-early": "clock: step's completion is published before its frames have run",

@@ -18,13 +18,10 @@ from typing import Annotated, Any, Callable, Protocol
 
 from .._args import Arg, CommandSpec, spec_from_function
 from .outcomes import Pending
+from ...contract import CLOCK_COMMANDS, ENV_START_PAUSED, MAX_STEP_FRAMES
 
 #: Environment variable that starts a game with the clock paused.
-START_PAUSED_ENV = "GAME_BRIDGE_START_PAUSED"
-#: ``step``'s ``frames``: bounds.
-MAX_STEP_FRAMES = 10000
-#: The commands ``clock=True`` adds (the extensions page's names).
-CLOCK_COMMANDS = ("pause", "resume", "step")
+START_PAUSED_ENV = ENV_START_PAUSED
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 

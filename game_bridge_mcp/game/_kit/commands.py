@@ -22,11 +22,10 @@ from typing import Any, Callable
 
 from .._args import ArgumentError, CommandSpec, check_name, convert_query
 from .outcomes import Outcomes, Pending, error_text, failure, success
+from ...contract import CMD, PROTOCOL
 
 log = logging.getLogger(__name__)
 
-#: The manifest document version the kit writes (``game.protocol``).
-PROTOCOL = 1
 
 
 class CommandTable:
@@ -118,7 +117,7 @@ class CommandQueue:
         except ValueError as exc:
             return 400, {"accepted": False, "error": f"the query string cannot be read: {exc}",
                          "commands": self.table.names()}
-        names = params.pop("cmd", [])
+        names = params.pop(CMD, [])
         if len(names) != 1 or not names[0]:
             problem = "no command: name it with cmd=..." if not names or not names[0] else \
                 "cmd was given more than once"

@@ -15,13 +15,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from ...contract import DEFAULT_EVENTS_LIMIT
+
 #: Events ``/events`` can still return (the ring).
 DEFAULT_EVENT_BUFFER = 1024
 #: Events shown in ``/state.events`` (the newest).
 DEFAULT_STATE_EVENTS = 64
-#: ``limit`` of ``/events``: default and bounds.
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
+#: ``limit`` of ``/events`` when not given.
+DEFAULT_LIMIT = DEFAULT_EVENTS_LIMIT
 
 
 class EventLog:

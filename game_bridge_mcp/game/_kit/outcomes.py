@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from .state import RawJson, encode_state
 
-#: Outcomes kept in ``/state.commandResults`` (the extensions page asks for at least 16).
+#: Outcomes kept in ``/state.commandResults`` (docs/contract.md asks for at least ``RESULTS_KEPT``).
 RESULTS_KEPT = 32
 #: A result's encoded size above which it is replaced by a note saying so.
 RESULT_LIMIT = 16 * 1024

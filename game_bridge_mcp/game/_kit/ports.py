@@ -11,8 +11,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from ...contract import ENV_DEBUG_PORT
+
 #: Default environment variable read by :func:`debug_port_from_argv`.
-DEBUG_PORT_ENV = "GAME_BRIDGE_DEBUG_PORT"
+DEBUG_PORT_ENV = ENV_DEBUG_PORT
 
 
 def debug_port_from_argv(argv: Sequence[str] | None = None, *, flag: str = "--debug-port",

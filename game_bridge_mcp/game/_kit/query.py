@@ -5,7 +5,7 @@ only as trustworthy as the numbers they are given, and a client that sends nonse
 must get a 400 naming the parameter, not a silent default. Pure.
 
 Rules: a parameter given twice, or a value that is not a whole number, is refused.
-``waitMs`` above 10000 is clamped to 10000 (the extensions page's bound: asking for
+``waitMs`` above 10000 is clamped to 10000 (docs/contract.md's bound: asking for
 longer is not wrong, the game just will not hold that long); a negative one is refused.
 Unknown parameters are ignored, as the contract asks of every game.
 """
@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import urllib.parse
 
+from ...contract import AFTER, MAX_HOLD_MS, VIEW, VIEW_DIGEST, WAIT_MS
+
 #: The longest a request is held for ``after`` (ms).
-MAX_WAIT_MS = 10000
+MAX_WAIT_MS = MAX_HOLD_MS
 
 
 class QueryError(ValueError):
@@ -60,13 +62,13 @@ def whole_number(params: dict[str, str], name: str, default: int | None, *,
 def after_wait(params: dict[str, str]) -> tuple[int | None, float]:
     """``(after, wait_seconds)`` for ``/state`` and ``/health``: ``after`` absent means
     no wait; ``waitMs`` defaults to the maximum when ``after`` is given alone."""
-    after = whole_number(params, "after", None, minimum=0)
-    wait_ms = whole_number(params, "waitMs", MAX_WAIT_MS, minimum=0, maximum=MAX_WAIT_MS, clamp=True)
+    after = whole_number(params, AFTER, None, minimum=0)
+    wait_ms = whole_number(params, WAIT_MS, MAX_WAIT_MS, minimum=0, maximum=MAX_WAIT_MS, clamp=True)
     return after, (wait_ms or 0) / 1000.0
 
 
 def view(params: dict[str, str]) -> str:
-    value = params.get("view", "full").strip().lower() or "full"
-    if value not in ("full", "digest"):
+    value = params.get(VIEW, "full").strip().lower() or "full"
+    if value not in ("full", VIEW_DIGEST):
         raise QueryError(f"view must be digest (or full), got {params['view'][:40]!r}")
     return value

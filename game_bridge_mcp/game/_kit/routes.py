@@ -1,7 +1,7 @@
 """The kit's endpoints: what each GET path answers.
 
 Why a module of its own: the HTTP surface is the contract other languages implement
-from the spec, so each endpoint's parameters and answers are written out here in one
+from docs/contract.md, so each endpoint's parameters and answers are written out here in one
 place, apart from the game-loop machinery in :mod:`..kit`. Every handler takes the query
 string and answers ``(status, json_bytes)`` (or an :class:`~.._http.Answer`); the table
 is a plain dict, so a further endpoint is one more entry
@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Protocol
 
+from ...contract import (COMMAND, DEFAULT_EVENTS_LIMIT, EVENTS, HEALTH, LIMIT, MAX_EVENTS_LIMIT, SINCE,
+                         STATE, TOOLS)
 from . import query as _query
 from .._http import RouteAnswer, json_bytes
 from .state import encode_state
@@ -79,12 +81,12 @@ def events(bridge: Served, query: str) -> RouteAnswer:
     """``/events?since=S&limit=L`` -> ``{events, next, dropped}``."""
     try:
         params = _query.parse(query)
-        since = _query.whole_number(params, "since", 0, minimum=0)
-        limit = _query.whole_number(params, "limit", 100, minimum=1, maximum=1000)
+        since = _query.whole_number(params, SINCE, 0, minimum=0)
+        limit = _query.whole_number(params, LIMIT, DEFAULT_EVENTS_LIMIT, minimum=1, maximum=MAX_EVENTS_LIMIT)
     except _query.QueryError as exc:
         return _refused(exc)
     try:
-        return 200, encode_state(bridge.events_since(since or 0, limit or 100))
+        return 200, encode_state(bridge.events_since(since or 0, limit or DEFAULT_EVENTS_LIMIT))
     except (TypeError, ValueError) as exc:
         return 500, json_bytes({"ok": False, "error": f"an event could not be encoded: {str(exc)[:300]}"})
 
@@ -102,7 +104,7 @@ def tools(bridge: Served, query: str) -> RouteAnswer:
 def kit_routes(bridge: Served) -> dict[str, Handler]:
     """The contract's endpoints and the kit's extensions, bound to ``bridge``."""
     table: dict[str, Callable[[Served, str], RouteAnswer]] = {
-        "/health": health, "/state": state, "/command": command, "/tools": tools, "/events": events}
+        HEALTH: health, STATE: state, COMMAND: command, TOOLS: tools, EVENTS: events}
 
     def bound(handler: Callable[[Served, str], RouteAnswer]) -> Handler:
         return lambda query: handler(bridge, query)

@@ -24,9 +24,11 @@ from pathlib import PurePath
 from collections.abc import Mapping
 from typing import Any
 
-#: ``ui.text`` is cut to this many characters (the extensions page says "about 4000").
-UI_TEXT_LIMIT = 4000
-_CUT_MARK = "\n[... cut at 4000 characters]"
+from ...contract import UI_TEXT_CHARS
+
+#: ``ui.text`` is cut to this many characters (docs/contract.md says "about" this many).
+UI_TEXT_LIMIT = UI_TEXT_CHARS
+_CUT_MARK = f"\n[... cut at {UI_TEXT_CHARS} characters]"
 #: Top-level keys of the digest, in the order they are written.
 DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "game", "events",
                "commandResults")

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._version import __version__
+from ...contract import ENV_DEBUG_PORT
 from .._kit.clock import START_PAUSED_ENV
 
 PROG = "game-bridge-mcp pygame"
@@ -76,8 +77,8 @@ def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options
     """The wrapper's options up to the game's target; everything after it is the game's."""
     env = os.environ if environ is None else environ
     opts = Options()
-    if env.get("GAME_BRIDGE_DEBUG_PORT", "").strip():
-        opts.port = _port(env["GAME_BRIDGE_DEBUG_PORT"], "GAME_BRIDGE_DEBUG_PORT")
+    if env.get(ENV_DEBUG_PORT, "").strip():
+        opts.port = _port(env[ENV_DEBUG_PORT], ENV_DEBUG_PORT)
     args = list(argv)
     index = 0
     while index < len(args):

@@ -1,0 +1,124 @@
+"""The game-bridge contract as names and numbers, in one place: endpoints and their
+parameters, headers, extension names, environment variables, limits, confirmation labels,
+and the condition shape that ``until``, ``wait_for`` and ``advance`` share.
+
+Pure data, importing nothing of the package, so the game kit, the bridge and ``check`` all
+spell the contract from here. ``docs/contract.md`` says what each name means on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ----------------------------------------------------------------------------- the wire
+
+#: The version of the ``/tools`` document (``game.protocol``) and of a registry entry.
+PROTOCOL = 1
+
+HEALTH = "/health"
+STATE = "/state"
+COMMAND = "/command"
+TOOLS = "/tools"
+#: The ``events`` extension's endpoint.
+EVENTS = "/events"
+#: The ``screenshot`` extension's endpoint.
+SCREENSHOT = "/screenshot"
+
+#: ``/command``'s key for the command's name; every other query parameter is an argument.
+CMD = "cmd"
+#: ``after``: ``/state`` and ``/health`` held until ``completedCommandId >= after`` ...
+AFTER = "after"
+#: ... or this many milliseconds have passed (0 to :data:`MAX_HOLD_MS`).
+WAIT_MS = "waitMs"
+#: ``view``: ``/state?view=digest``.
+VIEW = "view"
+VIEW_DIGEST = "digest"
+#: ``events``: ``/events?since=S&limit=L``.
+SINCE = "since"
+LIMIT = "limit"
+#: ``screenshot``: ``/screenshot?maxWidth=W&maxHeight=H``.
+MAX_WIDTH = "maxWidth"
+MAX_HEIGHT = "maxHeight"
+
+#: ``screenshot``: the frame the image shows, rendered after the request arrived.
+FRAME_HEADER = "X-Game-Frame"
+#: ``screenshot`` with ``input``: the window's size in the pixels ``mouse`` uses, ``WxH``.
+WINDOW_HEADER = "X-Game-Window"
+
+# ----------------------------------------------------------------------------- extensions
+
+RESULTS = "results"
+AFTER_FEATURE = "after"
+VIEW_FEATURE = "view"
+EVENTS_FEATURE = "events"
+SCREENSHOT_FEATURE = "screenshot"
+CLOCK = "clock"
+INPUT = "input"
+#: Every extension, as a game lists it in ``/health`` ``features``.
+FEATURES = (RESULTS, AFTER_FEATURE, VIEW_FEATURE, EVENTS_FEATURE, SCREENSHOT_FEATURE, CLOCK, INPUT)
+
+#: ``clock``'s commands.
+CLOCK_COMMANDS = ("pause", "resume", "step")
+#: ``input``'s commands and the argument names each takes.
+INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action"), "text": ("text",)}
+#: ``view=digest`` keeps these top-level keys whole, and inside ``game`` only the scalar values.
+DIGEST_KEEPS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
+
+# ----------------------------------------------------------------------------- environment
+
+#: The port a game serves its debug surface on (the kit's ``--debug-port`` otherwise).
+ENV_DEBUG_PORT = "GAME_BRIDGE_DEBUG_PORT"
+#: ``clock``: ``1`` starts the game paused.
+ENV_START_PAUSED = "GAME_BRIDGE_START_PAUSED"
+#: Where the registry entries live; and the directory above it.
+ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
+ENV_HOME = "GAME_BRIDGE_HOME"
+#: Set by the bridge on every process it launches, to find them again.
+ENV_LAUNCH_ID = "GAME_BRIDGE_LAUNCH_ID"
+
+# ----------------------------------------------------------------------------- limits
+
+#: ``after``'s longest hold, in milliseconds.
+MAX_HOLD_MS = 10_000
+#: ``step``'s ``frames``, and ``advance``'s.
+MAX_STEP_FRAMES = 10_000
+#: ``/events``' ``limit``: at most, and when not given.
+MAX_EVENTS_LIMIT = 1000
+DEFAULT_EVENTS_LIMIT = 100
+#: ``results``: how many outcomes ``commandResults`` keeps at least.
+RESULTS_KEPT = 16
+#: ``/tools`` ``game.description``, as ``list_toolsets`` shows it, in characters.
+DESCRIPTION_CHARS = 2000
+#: ``/state`` ``ui.text``, the text picture of the screen, in characters.
+UI_TEXT_CHARS = 4000
+#: A command's ``result`` in an answer, in characters of JSON.
+RESULT_CHARS = 2000
+
+# ----------------------------------------------------------------------------- confirmation
+
+#: How sure ``applied`` is: the game's ``completedCommandId`` reached the command's id ...
+CONFIRMED_BY_ID = "completedCommandId"
+#: ... or, for a game without it, ``frame`` advanced by :data:`CONFIRM_FRAMES`.
+CONFIRMED_BY_FRAMES = "frames-advanced"
+CONFIRM_FRAMES = 2
+
+# ----------------------------------------------------------------------------- conditions
+
+#: The keys of a condition: ``{path, equals}``, ``{path, changes: true}`` or ``{event}``.
+CONDITION_KEYS = ("path", "equals", "changes", "event")
+CONDITION_SHAPES = "{path, equals}, {path, changes: true} or {event}"
+#: A condition's ``timeoutMs`` (``until`` and ``wait_for``; ``advance`` counts frames).
+TIMEOUT_KEY = "timeoutMs"
+DEFAULT_WAIT_MS = 5000
+MAX_WAIT_MS = 600_000
+
+
+def condition_properties(*, path: str, equals: str, changes: str, event: str, timeout: str) -> dict[str, Any]:
+    """A condition's JSON Schema properties, in :data:`CONDITION_KEYS` order and then
+    ``timeoutMs``, each with the description given (what a tool says of it)."""
+    return {
+        "path": {"type": "string", "description": path},
+        "equals": {"description": equals},
+        "changes": {"type": "boolean", "description": changes},
+        "event": {"type": "string", "description": event},
+        TIMEOUT_KEY: {"type": "integer", "minimum": 1, "maximum": MAX_WAIT_MS, "description": timeout}}
