@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...contract import ENV_DEBUG_PORT
+
 PROG = "game-bridge-mcp browser"
 USAGE = f"""usage: {PROG} [--port N] [--paused] [--size WxH] [--browser PATH] [--screenshot page|canvas]
                                 [--allow-remote] [--load-timeout S] (URL | FILE | DIR)
@@ -88,8 +90,8 @@ class Target:
 def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
     env = os.environ if environ is None else environ
     opts = Options()
-    if env.get("GAME_BRIDGE_DEBUG_PORT", "").strip():
-        opts.port = _port(env["GAME_BRIDGE_DEBUG_PORT"], "GAME_BRIDGE_DEBUG_PORT")
+    if env.get(ENV_DEBUG_PORT, "").strip():
+        opts.port = _port(env[ENV_DEBUG_PORT], ENV_DEBUG_PORT)
     args = list(argv)
     index = 0
     valued = ("--port", "--size", "--browser", "--screenshot", "--load-timeout")
