@@ -183,10 +183,6 @@ class ParsedCli:
     config: Config
     help: bool = False
     version: bool = False
-    parser: argparse.ArgumentParser | None = None
-
-    def help_text(self) -> str:
-        return (self.parser or build_parser()).format_help()
 
 
 def _env(environ: Mapping[str, str], *names: str) -> str | None:
@@ -233,7 +229,7 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
             raise BridgeUsageError(f"--timeout must be a number of milliseconds, not {ns.timeout!r}.") from None
         if not 1 <= cfg.timeout_ms <= 3_600_000:
             raise BridgeUsageError(f"--timeout must be between 1 and 3600000 ms, not {cfg.timeout_ms}.")
-    return ParsedCli(config=cfg, help=bool(ns.help), version=bool(ns.version), parser=parser)
+    return ParsedCli(config=cfg, help=bool(ns.help), version=bool(ns.version))
 
 
 __all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port", "port_number",

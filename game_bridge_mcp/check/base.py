@@ -53,7 +53,6 @@ class Target:
     cwd: Path | None = None  # the working directory it was launched in, when known
     launched: bool = False
     entry_seen_before_bind: bool | None = None  # --launch only: entry written before bind?
-    entry_seen_path: str | None = None
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -94,7 +93,6 @@ class CheckSession:
         self.known_commands: set[str] = set()
         self.unknown_accepted_id: int | None = None
         self.health_has_completed = False
-        self.state_has_completed = False
         self.entry: Any = None
         self.health_doc: dict[str, Any] = {}  # the first /health answer (its features)
         self.manifest: Any = None  # the normalised /tools, when the game serves one

@@ -157,7 +157,6 @@ class ProtocolChecks(CheckSession):
                              "The bridge uses it for restart detection and as the fallback confirmation."))
         if is_int(doc.get("completedCommandId")):
             present.append("completedCommandId")
-            self.state_has_completed = True
         else:
             warnings.append(("/state has no completedCommandId",
                              "Without it the bridge can only wait for frame to advance by two after a "

@@ -252,9 +252,8 @@ def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, 
             time.sleep(0.01)
     target = Target(port=int(result["port"]), pid=result.get("pid"), cwd=decl.cwd, launched=True)
     if watcher.seen:
-        name, accepting = next(iter(watcher.seen.items()))
+        accepting = next(iter(watcher.seen.values()))
         target.entry_seen_before_bind = not accepting
-        target.entry_seen_path = name
     out.write(f"Launched on port {target.port} (pid {target.pid}) in {result.get('readyInMs')} ms\n")
     return launcher, target
 

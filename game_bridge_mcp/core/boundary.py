@@ -33,7 +33,7 @@ def _needs_cleaning(value: Any) -> bool:
     (one C-level pass over their concatenation), and one by one only if that fails."""
     texts: list[Any] = []
     stack = [value]
-    pop, push, extend, gather, gather_all = stack.pop, stack.append, stack.extend, texts.append, texts.extend
+    pop, extend, gather, gather_all = stack.pop, stack.extend, texts.append, texts.extend
     while stack:
         item = pop()
         kind = type(item)

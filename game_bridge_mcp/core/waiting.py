@@ -156,7 +156,6 @@ class Watch:
     found: bool = False
     value: Any = None
     initial: tuple[bool, Any] | None = None
-    observed: int = 0
     _since_seq: int | None = field(default=None, repr=False)
     #: Without seq: the events of the last state looked at (from the baseline on).
     _previous: list[Any] | None = field(default=None, repr=False)
@@ -174,7 +173,6 @@ class Watch:
 
     def observe(self, state: Mapping[str, Any]) -> bool:
         """Evaluate the condition in ``state``; True when it holds there."""
-        self.observed += 1
         condition = self.condition
         if condition.event is not None:
             events = state.get("events")

@@ -50,9 +50,7 @@ FORMAT = "game-bridge-trace"
 VERSION = 2
 #: The largest answer kept whole in a trace line (its compact JSON, in bytes).
 ANSWER_CAP = 64 * 1024
-#: The seven tools; only ``call_tool`` calls act on the game and are replayed.
-SESSION_TOOLS = frozenset({"launch_instance", "list_instances", "stop_instance", "instance_log",
-                           "list_toolsets", "describe_toolset"})
+#: Only ``call_tool`` calls act on the game and are replayed.
 REPLAYED_TOOLS = frozenset({"call_tool"})
 
 

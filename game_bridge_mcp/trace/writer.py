@@ -46,7 +46,6 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._failed = False
-        self.lines_written = 0
 
     @property
     def failed(self) -> bool:
@@ -121,7 +120,6 @@ class TraceWriter:
                 if self._open() is None:
                     return False
                 self._write_line(record)
-                self.lines_written += 1
                 return True
             except (OSError, ValueError, TypeError, RecursionError) as exc:
                 self.fail(f"cannot write it ({getattr(exc, 'strerror', None) or exc})")

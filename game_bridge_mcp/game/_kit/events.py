@@ -35,11 +35,6 @@ class EventLog:
         self._lock = threading.Lock()
         self._last_seq = 0
 
-    @property
-    def last_seq(self) -> int:
-        """The ``seq`` of the newest event (0 before the first)."""
-        return self._last_seq
-
     def add(self, message: str, frame: int, fields: Mapping[str, Any]) -> dict[str, Any]:
         """Record ``{seq, m, frame, **fields}`` (the kit's three keys win over fields of
         the same name) and return it."""

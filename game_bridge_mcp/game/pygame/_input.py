@@ -143,10 +143,6 @@ class Devices:
         if chunk:
             self._post(self.pg.TEXTINPUT, text=chunk)
 
-    def release_all(self) -> None:
-        self.keys_down.clear()
-        self.buttons_down.clear()
-
 
 def input_commands(devices: Devices, timing: Frames) -> list[Callable[..., Any]]:
     """The ``key``, ``mouse`` and ``text`` command functions (for ``bridge.command``)."""
