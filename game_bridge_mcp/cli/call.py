@@ -1,7 +1,7 @@
 """``game-bridge-mcp call TOOL [JSON]``: run one tool in-process, the way an agent would.
 
 The same Bridge as the server, no MCP client needed: the result JSON goes to stdout, an
-error's text to stderr, and the exit code names the error type (see ``cli.py``). TOOL is
+error's text to stderr, and the exit code names the error type (see docs/cli.md). TOOL is
 one of the seven tools, or any bridge, composite or game tool, which is run through
 ``call_tool`` (its JSON is that tool's arguments; ``port`` may be among them).
 

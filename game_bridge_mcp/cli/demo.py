@@ -3,7 +3,7 @@
 Why it exists: a newcomer should see an agent's view of a game in the first minute,
 before writing any code. This writes a ``gamebridge.json`` for the bundled demo game
 (:mod:`game_bridge_mcp.game.demo`) in a temporary directory, launches it through the
-same :class:`~game_bridge_mcp.bridge.Bridge` the MCP server uses, plays a short round
+same :class:`~game_bridge_mcp.core.bridge.Bridge` the MCP server uses, plays a short round
 with the seven tools, each move one ``call_tool`` with ``until`` (its answer says whether
 the move worked, what it did, what happened and how the board looks), prints what
 happened, and stops the instance.

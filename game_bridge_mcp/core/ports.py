@@ -1,4 +1,4 @@
-"""Ports that find the agent's instance (issue 12).
+"""Ports that find the agent's instance.
 
 Why a module of its own: the documented port order (the call's ``port``, ``--port``,
 ``GAME_BRIDGE_PORT``, 7777) sends an agent that launched a game and then forgot its port

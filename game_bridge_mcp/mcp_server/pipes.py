@@ -12,7 +12,7 @@ The streams keep the descriptors' flags as they are (no ``O_NONBLOCK``: with ``2
 the protocol's stdout shares its open file with stderr, and a non-blocking stderr
 would break logging). Reads happen only after the descriptor is readable; writes go
 out in pieces of at most ``PIPE_BUF`` bytes, each only once the descriptor is
-writable, so neither blocks the loop. Used only by :mod:`game_bridge_mcp.server`
+writable, so neither blocks the loop. Used only by the stdio server (:mod:`.stdio`)
 (anyio comes with the MCP SDK); :func:`loop_streams` returns None where it cannot
 work (an older anyio, a regular file), and the server keeps the SDK's own wrapping.
 """

@@ -7,7 +7,7 @@ anything into it, and a game still binding its port looks exactly like a dead on
 
 So the registry does a few small, careful things and nothing else, in three modules:
 
-* **One entry** (:mod:`.registry_entry`): where the directory is, the value types, and
+* **One entry** (:mod:`.entry`): where the directory is, the value types, and
   validating and reading one file without trusting it.
 * **Reading** (here, :func:`read_registry`) turns the directory into typed
   :class:`RegistryEntry` values plus a :class:`RegistryProblem` for every file that
