@@ -9,7 +9,7 @@ manifest files, launch declarations. They share two rules, kept here once:
   (files, conformance checks) are refused. Large documents are parsed with the cyclic
   garbage collector paused, within a call (:func:`large_documents_scope`) until it ends.
 * The decoded size is bounded, not only the bytes: what a document costs once decoded
-  depends on its shape (a 60 MB body of empty objects is 20 million dicts, 1.6 GB), so a
+  depends on its shape (empty objects cost far more decoded than as text), so a
   document is decoded only if it has at most :data:`MAX_VALUES` objects, arrays and
   commas (about its number of values). Counted cheaply: a body shorter than that many bytes cannot hold more (every
   value costs at least a byte); a longer one has its ``{``, ``[`` and ``,`` counted in one

@@ -1,6 +1,6 @@
 """Who listens on a local TCP port: the socket's owner and the processes holding it.
 
-Why this module exists: a port number proves nothing about who answers on it. A launched
+A port number proves nothing about who answers on it. A launched
 game may have died and a stranger bound its port; a listener may belong to another user
 of the machine. The launcher must know before it asks a port's process to ``close``, and
 discovery before it calls a listener "launched by this bridge" or one of ours. Both ask

@@ -1,6 +1,6 @@
 """What every ``check`` area shares: result levels, the game under check, and the session.
 
-Why this module exists: the conformance check (:mod:`.runner`) is split by area
+The conformance check (:mod:`.runner`) is split by area
 (:mod:`.protocol` for the HTTP contract, :mod:`.host` for what the game
 does on the machine), and every area needs the same few things: the result levels, the
 :class:`Target` being checked, and a :class:`CheckSession` that talks to the game

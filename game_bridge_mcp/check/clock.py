@@ -1,6 +1,6 @@
 """``check``: an advertised ``clock``: pause, step, resume, and starting paused.
 
-Why this module exists: an agent that pauses a game to think, then steps it, trusts that
+An agent that pauses a game to think, then steps it, trusts that
 nothing moved in between and that ``step {frames: 5}`` is exactly five frames, done when
 it says so; determinism (two builds compared move for move) rests on it. A game whose
 ``simFrame`` runs on while paused, or whose step completes early or short, makes every

@@ -1,6 +1,6 @@
 """``check``: an advertised ``events`` extension: ``seq`` and the ``/events`` cursor.
 
-Why this module exists: with ``events`` advertised the bridge reports each event once,
+With ``events`` advertised the bridge reports each event once,
 by ``seq``; a ``seq`` that skips, repeats or restarts makes it report events twice or
 never, and a cursor whose ``next`` or ``dropped`` is wrong makes ``get_events`` lose
 events without saying so. Every rule is checked on what the game answers by itself (no

@@ -1,7 +1,7 @@
 """``check``: the extensions a game advertises in ``/health`` ``features`` (results, after,
 view, input; events, clock and screenshot have their own modules).
 
-Why this module exists: a bridge that reads ``features`` believes them: it takes
+A bridge that reads ``features`` believes them: it takes
 ``commandResults`` as the truth about a command, holds a request on ``after`` instead of
 polling, and builds its digest from ``view=digest``. A game that advertises a feature it
 does not implement as docs/contract.md describes it breaks the bridge in ways that look

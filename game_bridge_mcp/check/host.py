@@ -1,6 +1,6 @@
 """``check``: what the game does on the machine: its registry entry, its exposure, its exit.
 
-Why this module exists: a game can answer every request correctly and still leave a
+A game can answer every request correctly and still leave a
 stale registry entry, name the wrong pid or working directory, listen on the network,
 answer a DNS-rebinding page, or keep running after ``close``. These checks look at the
 game from the host's side, using the bridge's own registry reader and a few machine

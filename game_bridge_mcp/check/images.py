@@ -1,6 +1,6 @@
 """``check``: an advertised ``screenshot``: a real, fresh image that fits what was asked.
 
-Why this module exists: the agent looks at what ``/screenshot`` returns and believes it.
+The agent looks at what ``/screenshot`` returns and believes it.
 A stale frame (the bug it is hunting, already gone), an image far larger than asked (a
 hundred thousand tokens), a body that is not the image its ``Content-Type`` says, or a
 ``503`` without the game's reason are all things other engine bridges' users report.

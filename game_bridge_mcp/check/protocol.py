@@ -1,6 +1,6 @@
 """``check``: the HTTP contract itself, as the bridge relies on it.
 
-Why this module exists: these are the checks an agent's flaky test would otherwise
+These are the checks an agent's flaky test would otherwise
 find: ``GET /health`` (``ok``, a frame that only counts up, fast enough for discovery),
 ``GET /state`` (a JSON object and its conventional fields), ``GET /tools`` (read with
 the bridge's own manifest reader, every dropped tool and tolerated problem reported),

@@ -1,6 +1,6 @@
 """``game-bridge-mcp check``: a conformance check for a game written in any language.
 
-Why it exists: a game that gets the contract subtly wrong (no ``completedCommandId``,
+A game that gets the contract subtly wrong (no ``completedCommandId``,
 a ``frame`` that jumps backwards, an entry left in the registry, a debug port open to
 the network) still *seems* to work until an agent's tests turn flaky. This command
 talks to the game exactly as the bridge does and says, line by line, what conforms

@@ -1,6 +1,6 @@
 """``game-bridge-mcp demo``: see the whole bridge work in one command.
 
-Why it exists: a newcomer should see an agent's view of a game in the first minute,
+A newcomer should see an agent's view of a game in the first minute,
 before writing any code. This writes a ``gamebridge.json`` for the bundled demo game
 (:mod:`game_bridge_mcp.game.demo`) in a temporary directory, launches it through the
 same :class:`~game_bridge_mcp.core.bridge.Bridge` the MCP server uses, plays a short round

@@ -1,7 +1,7 @@
 """The shape of a command's answer: the contract's fields, in the contract's order, then
 what the extensions add.
 
-Why a module of its own: an agent (and a client written against the documented example)
+An agent (and a client written against the documented example)
 reads every ``call_tool`` answer for a command the same way, so the field list is
 written down once, here, and every answer is built through :func:`command_answer`. Each
 answer stands alone: the digest in it is the whole digest of the state it reports

@@ -1,7 +1,7 @@
 """The one boundary between game text and the agent: every answer, error and progress
 line the Bridge gives passes through here, on its way out of ``Bridge.run_tool``.
 
-Why one place at the door, not at each reader: game text reaches an answer by many roads
+One place at the door, not one at each reader: game text reaches an answer by many roads
 (the launched game's name and version, the digest's screen, labels, ``game`` keys and
 values and events, ``ui.text``, a command's refusal and the list of commands it accepts,
 ``CommandFailed``'s reason and the state after it, a full ``/state``, log lines, a boot

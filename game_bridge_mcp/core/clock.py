@@ -1,7 +1,7 @@
 """The bridge's side of ``clock``: ``advance``, a paused launch, and ``wait_for``'s
 refusal of a paused game.
 
-Why a module of its own: stepping a paused game until a condition holds is a loop with
+Stepping a paused game until a condition holds is a loop with
 rules of its own (one ``step {frames: 1}`` per frame, the condition checked after every
 one so it stops at exactly the first frame where it holds, and ``simFrame`` watched to
 catch a game whose clock lies), kept apart from the Bridge, which only hands it the

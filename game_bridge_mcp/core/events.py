@@ -1,6 +1,6 @@
 """Events in the answers: each one once, with its fields, bounded; and ``get_events``.
 
-Why a module of its own: the cursor that knows which events are new is the GameClient's
+The cursor that knows which events are new is the GameClient's
 (wire/events.py); this is what the agent reads of them. :func:`answer_events` gives the
 fields a digest carries (``events``, and ``eventsLeftOut`` / ``eventsNote`` when there is
 something to say); :func:`get_events` serves the ``get_events`` tool from ``/events`` when

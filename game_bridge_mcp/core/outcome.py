@@ -1,6 +1,6 @@
 """What a confirmed command did, from ``/state`` ``commandResults`` (docs/contract.md, ``results``).
 
-Why a module of its own: the bridge must say truthfully whether a command worked, and a
+The bridge must say truthfully whether a command worked, and a
 game's list can be missing, rolled past the command, or malformed. :func:`command_outcome`
 is the one reader: it finds the entry for one ``commandId`` and says ``ok``, the game's
 reason (sanitised, capped) or its ``result`` (bounded), or why the list could not be used.

@@ -1,6 +1,6 @@
 """Ports that find the agent's instance.
 
-Why a module of its own: the documented port order (the call's ``port``, ``--port``,
+The documented port order (the call's ``port``, ``--port``,
 ``GAME_BRIDGE_PORT``, 7777) sends an agent that launched a game and then forgot its port
 to 7777, where nothing answers. Two rules close that gap, here so the Bridge stays about
 dispatch: :func:`implied_port` (with no port given anywhere, the one instance this bridge

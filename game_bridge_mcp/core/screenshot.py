@@ -1,6 +1,6 @@
 """``get_screenshot``: the game's screen as an image the agent can look at, and cheap to repeat.
 
-Why this module exists: an agent hunting a visual bug needs to see the frame, not a JSON
+An agent hunting a visual bug needs to see the frame, not a JSON
 description of it; and it needs to know when looking again would show nothing new.
 :class:`Screenshots` is the one owner of what the bridge keeps about screenshots: the
 digest of the last image of each port (for ``changed``, forgotten when the game

@@ -1,7 +1,7 @@
 """Typed game commands: a Python function's signature becomes manifest arguments, and
 query-string text becomes the values the function declared.
 
-Why a module of its own: this is the part of the kit that decides what an agent is
+This is the part of the kit that decides what an agent is
 told (the ``/tools`` entry) and what it may send (the ``/command`` conversion), so the
 two are derived from one place, the function itself, and cannot drift apart. Pure: no
 threads, no sockets.

@@ -1,7 +1,7 @@
 """The kit server's open connections: how many it keeps, what each may wait for, and
 which one gives way when a new one arrives.
 
-Why: the server gives each connection a thread, so connections are what a peer can make
+The server gives each connection a thread, so connections are what a peer can make
 it spend. A connection is in one of four states: ``waiting`` for a request's first byte,
 ``reading`` the request line and headers, ``routing`` (a route holds it: an ``after`` that
 waits for its command is legitimate) and ``writing`` its answer. Waiting, reading and

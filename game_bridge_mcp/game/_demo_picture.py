@@ -1,6 +1,6 @@
 """The demo game's screen as a real picture: the board, the fruit, the score, the screen.
 
-Why it exists: ``/screenshot`` on the demo must show an agent what a player would see,
+``/screenshot`` on the demo must show an agent what a player would see,
 not a text dump, and the demo has no graphics library (it is headless and stdlib-only).
 So this module draws into a ``bytearray`` of RGB pixels with row slices (a filled span
 of a row is one slice assignment), with a 5x7 bitmap font for the text, and hands the

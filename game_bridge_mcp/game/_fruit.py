@@ -1,6 +1,6 @@
 """Fruit Merge's rules: the board, the ladder of fruit, merges, scoring, screens.
 
-Why a module of its own: the rules are pure (no threads, no sockets, no clock; the only
+The rules are pure (no threads, no sockets, no clock; the only
 I/O is writing text screenshots), so they are tested directly and frame by frame,
 while :mod:`.demo` wires them to the kit. Time is given from outside:
 :meth:`FruitMerge.update` is one simulation frame, :meth:`FruitMerge.frame_tick` one

@@ -1,24 +1,13 @@
 """PNG and JPEG for the kit, from the standard library: encode raw pixels, read headers, decode PNG.
 
-Why it exists: a headless Python game has pixels (a ``bytearray`` it draws into, a
+A headless Python game has pixels (a ``bytearray`` it draws into, a
 framebuffer from an emulator) but often no imaging library, and ``/screenshot`` must
 answer an image. PNG needs only ``zlib`` and ``struct``. Images a game hands over ready
 (PNG or JPEG bytes) are checked here before they are served: signature, header, the
 dimensions it claims, and that the file is complete.
 
-Encoder choices, measured on game frames (a pygame-ce ``aliens`` frame, RGB):
-
-===============  =======================  =======================
-filter, level    768x432                  1920x1080
-===============  =======================  =======================
-None, zlib 1     1 + 7 ms, 114 KB         5 + 36 ms, 494 KB
-None, zlib 3     1 + 9 ms, 106 KB         5 + 37 ms, 457 KB
-None, zlib 6     1 + 19 ms, 98 KB         5 + 85 ms, 402 KB
-Up, zlib 3       14 + 10 ms, 109 KB       61 + 45 ms, 390 KB
-===============  =======================  =======================
-
-(filtering + compression). Any per-byte filter costs more in Python than it saves in
-``zlib``, so every row uses filter 0 (None) and the default level is 3.
+Every row uses filter 0 (None) and the default zlib level is 3: in Python any per-byte
+filter costs more than it saves in ``zlib`` (docs/performance.md, Screenshots).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Files a game writes for an agent, in a directory nobody else can plant things in.
 
-Why it exists: the demo's ``screenshot`` command used to write ``<name>.txt`` into a fixed
+The demo's ``screenshot`` command used to write ``<name>.txt`` into a fixed
 directory of the shared temp dir, where another user could have made the directory
 first, or put a symlink at the name, and have the game write (as you) wherever the link
 points. Here the directory is private (0700, created with ``mkdtemp`` when none is

@@ -1,6 +1,6 @@
 """Box-filter downscaling of raw pixels in pure Python, exact and as fast as the stdlib allows.
 
-Why it exists: a headless game with no engine to scale for it still has to answer
+A headless game with no engine to scale for it still has to answer
 ``/screenshot?maxWidth=768`` with a small image, and a per-pixel Python loop over a
 1920x1080 frame takes seconds. This module computes the exact area average (each output
 pixel is the mean of the input area it covers, partial pixels weighted by the fraction

@@ -1,6 +1,6 @@
 """``GET /screenshot``: capture on the game's thread at its next frame, encode off it.
 
-Why it exists: an agent asking to see the game must get the frame after its request,
+An agent asking to see the game must get the frame after its request,
 never an older one (the complaint about every engine bridge), and capturing must not
 cost the game a frame. So:
 

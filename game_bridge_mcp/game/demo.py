@@ -1,6 +1,6 @@
 """Fruit Merge: a small headless game built on the kit, to see the bridge working.
 
-Why it ships in the package: a newcomer needs something drivable in the first minute,
+It ships in the package: a newcomer needs something drivable in the first minute,
 and the project's own checks need a real game (rules, a score, screens, delayed
 effects) rather than a fake. Run it with::
 

@@ -1,6 +1,6 @@
 """Images for ``/screenshot``: what a Python game has, turned into a PNG or JPEG that fits.
 
-Why it exists: the kit's screenshot endpoint must answer a small, fresh image whatever
+The kit's screenshot endpoint must answer a small, fresh image whatever
 the game draws with. Python games hold one of three things, and each has a helper:
 
 * a **pygame / pygame-ce Surface** (:func:`from_surface`): scaled by

@@ -1,6 +1,6 @@
 """The game kit: serve the game-bridge contract from a Python game in a few lines.
 
-Why it exists: every game that wants to be drivable needs the same HTTP surface
+Every game that wants to be drivable needs the same HTTP surface
 (``/health``, ``/state``, ``/command``, ``/tools``), the same fire-and-forget command
 queue drained on the game's own thread, ``completedCommandId``, a manifest that matches
 the commands, a registry entry and a clean ``close``, and the extensions an agent needs

@@ -1,6 +1,6 @@
 """What the bridge cannot guarantee on this machine, said once at start, on stderr.
 
-Why this module exists: psutil is a declared dependency, but a vendored copy may run
+Psutil is a declared dependency, but a vendored copy may run
 without it, and then the launcher sees less of what it launched (:mod:`.procs`,
 :mod:`.parent`, :mod:`.monitor`, :mod:`..listeners`). A user who is not told would trust
 a "stopped" that covered only part of a game. Every entry point that can launch a game

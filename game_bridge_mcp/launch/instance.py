@@ -1,7 +1,7 @@
 """One launched game: the record the launcher keeps for it, and the steps that act on
 that one process tree.
 
-Why this module exists: the :class:`~.launcher.Launcher` owns *which* instances exist
+The :class:`~.launcher.Launcher` owns *which* instances exist
 (its table, the port locks, the watcher link); each entry is an :class:`Instance`, the
 one owner of a launched process tree. What can be done to a single tree without the
 launcher's table lives here:

@@ -1,6 +1,6 @@
 """The launcher's once-a-second look at its process trees.
 
-Why this module exists: what the bridge may end is what it knows, and a tree changes
+What the bridge may end is what it knows, and a tree changes
 while it runs. So while anything is launched, a monitor thread, once a second:
 
 * records each tree's new descendants (and tells the watcher), so a grandchild that later

@@ -1,6 +1,6 @@
 """This process as the parent of what it launches: SIGCHLD, the subreaper, adopted zombies.
 
-Why this module exists: three process-wide facts decide whether the launcher can trust
+Three process-wide facts decide whether the launcher can trust
 what it knows about its children, and each has one owner here.
 
 * **SIGCHLD.** A parent that ignores ``SIGCHLD`` (some shells, IDE wrappers and service

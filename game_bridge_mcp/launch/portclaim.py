@@ -1,6 +1,6 @@
 """Claiming a port for a launch: locked, nothing bound, nothing answering.
 
-Why this module exists: "bind, release, bind again later" is not a claim, and a port
+"bind, release, bind again later" is not a claim, and a port
 that a stranger holds must be refused with a reason. A port is claimed by taking its
 per-user lock (:mod:`.portlock`) first, then checking that nothing is bound to
 127.0.0.1 there (a bind test) and that nothing answers ``GET /health``. The lock is

@@ -1,6 +1,6 @@
 """Whether a launch declaration may be believed: it is code the bridge runs.
 
-Why this module exists: ``gamebridge.json`` names a command, and ``launch_instance`` runs
+``gamebridge.json`` names a command, and ``launch_instance`` runs
 it. A file that another user wrote, or could have replaced, is somebody else's command
 run as you. So a declaration is used only when
 

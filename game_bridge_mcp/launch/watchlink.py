@@ -1,6 +1,6 @@
 """The launcher's pipe to the reaper watcher: started lazily, kept alive, never a hang.
 
-Why this module exists: the watcher (:mod:`.watcher`) reaps launched games when the
+The watcher (:mod:`.watcher`) reaps launched games when the
 bridge dies without running any cleanup, and it only knows what the bridge told it. This
 is the bridge's side of that conversation: it starts the watcher at the first record
 (in its own session, stdout and stderr to /dev/null, the launch marker removed from its

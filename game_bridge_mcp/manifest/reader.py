@@ -1,6 +1,6 @@
 """Reading a game's tool manifest (``GET /tools`` or ``--manifest FILE``) into toolsets.
 
-Why this module exists: the manifest is written by whatever serialiser a game had to
+The manifest is written by whatever serialiser a game had to
 hand, so docs/contract.md asks the bridge to be tolerant (toolsets as an array or a map; tools
 as an array or a map; string ``sync`` flags; any ``game.protocol``), and one malformed
 tool must never take an instance offline. It is also *hostile input*: its text reaches

@@ -1,6 +1,6 @@
 """The one sanitiser of game text: hidden characters removed, lengths capped.
 
-Why this module exists: every string a game publishes (tool and argument descriptions,
+Every string a game publishes (tool and argument descriptions,
 names, examples, identity, and everything in its answers) reaches a model, so it is
 data, not instructions. Control, format and invisible characters are removed and every
 text is capped, in one place, so the manifest reader, the schema converter and the

@@ -1,6 +1,6 @@
 """Turning a manifest tool's arguments into a JSON Schema, and checking a verbatim one.
 
-Why this module exists: games describe arguments in whatever shape their serialiser
+Games describe arguments in whatever shape their serialiser
 produced (an array of objects or of bare names, a map of name -> object or -> type name;
 type names from typed languages; defaults written as text). :func:`args_to_schema` is
 the one converter from those shapes to a JSON Schema object, used for game tools and for

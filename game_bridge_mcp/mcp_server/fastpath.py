@@ -1,14 +1,11 @@
 """``tools/call`` over stdio without the SDK's request machinery: the hot path of a session.
 
-Why: an agent's every action is a ``tools/call``. Measured on the stdio server (2 CPUs),
-the SDK spent about 0.45 ms between reading the request's line and calling our handler
-(parsing, validation, dispatch, tracing middleware, a task per request) and 0.2 ms
-between our result and its line (serialising and sieving per protocol version), and the
-result crossed back from the worker thread to the event loop (another 0.2 ms): about
-0.9 ms of a confirmed call's 1.2 ms on top of the game, against a game round trip of
-well under a millisecond. Here a ``tools/call`` line goes straight from the line reader
-to a worker thread, which runs the same :meth:`BridgeServer.dispatch` and writes the
-answer's line itself: one thread hand-off, one encoding of the result.
+An agent's every action is a ``tools/call``, and the SDK's request machinery (parsing,
+validation, dispatch, middleware, a task per request, the result's way back to the event
+loop) costs more than the game's round trip (docs/performance.md). Here a ``tools/call``
+line goes straight from the line reader to a worker thread, which runs the same
+:meth:`BridgeServer.dispatch` and writes the answer's line itself: one thread hand-off,
+one encoding of the result.
 
 What it takes on, and what it leaves to the SDK:
 
@@ -16,7 +13,7 @@ What it takes on, and what it leaves to the SDK:
   version this module knows, and the client sent ``notifications/initialized``), and only
   a well-formed single ``tools/call`` request (an ``id`` that is a string or an integer,
   ``params.name`` a string, ``params.arguments`` an object or absent). Anything else,
-  every other method, and calls beyond ``MAX_CALLS`` at once go to the SDK as before.
+  every other method, and calls beyond ``MAX_CALLS`` at once go to the SDK.
 * The answer is the SDK's, field for field (``content``, ``structuredContent``,
   ``isError``), built by the adapter's own ``result_of`` / ``error_result`` rules; a test
   compares the two paths' lines for every protocol version handled here.

@@ -1,9 +1,7 @@
 """The MCP protocol's stdin and stdout, read and written on the event loop.
 
-Why: the SDK's stdio transport wraps the streams with ``anyio.wrap_file``, which hands
-every line read, every write and every flush to a worker thread and back. A tool call
-paid five thread hand-offs for its two lines (about 0.3-0.5 ms on a small, busy machine,
-a third of what the MCP layer adds to a confirmed call). Here the event loop waits for
+The SDK's stdio transport wraps the streams with ``anyio.wrap_file``, which hands every
+line read, every write and every flush to a worker thread and back. Here the event loop waits for
 the descriptor itself (``anyio.wait_readable`` / ``wait_writable``) and reads or writes
 what is ready, so a line costs no thread at all, and a shutdown never leaves a thread
 blocked reading stdin.

@@ -1,6 +1,6 @@
 """The trace format: JSON Lines, one header line, then one line per tool call.
 
-Why a format of its own: a recording outlives the session, the bridge version and the
+A format of its own, because a recording outlives the session, the bridge version and the
 machine that made it, so what a line means must be written down once, here, and read
 the same way by the recorder, ``replay``, the HTML report and the pytest plugin.
 

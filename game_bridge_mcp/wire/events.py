@@ -1,6 +1,6 @@
 """Each event once: the bridge's events cursor for one port, and ``/events`` pages.
 
-Why a module of its own: an agent should see every event the game reports once, not the
+An agent should see every event the game reports once, not the
 same ten after every call (docs/contract.md, ``events``). Games that number their events
 (``seq``, growing by one over the life of the process) let the bridge keep a cursor per
 port: the ``seq`` of the newest event it has reported. The GameClient owns one

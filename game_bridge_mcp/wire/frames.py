@@ -1,6 +1,6 @@
 """FrameClock: when will a game's next frame start? Learned from the frames it reports.
 
-Why: a game applies a queued command when its loop next runs, so a confirmation can only
+A game applies a queued command when its loop next runs, so a confirmation can only
 appear at a frame boundary. Polling at fixed short intervals until then wastes requests
 (each one costs the game, the bridge and, on a small machine, the CPU that the game
 needs) and still lands up to an interval late. Knowing the frame period and the time

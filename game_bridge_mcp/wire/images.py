@@ -1,6 +1,6 @@
 """What a game's screenshot really is: format, size, and whether it is whole.
 
-Why this module exists: a ``/screenshot`` answer is a body from outside, and an image
+A ``/screenshot`` answer is a body from outside, and an image
 that is not what it says is worse than none (a client that renders it may fail, or show
 a broken picture the agent then reasons about). Before the bridge hands an image on, or
 ``check`` calls it good, this reads it: the signature (PNG or JPEG) against the

@@ -1,7 +1,7 @@
 """The simulation clock: paused or running, frames owed by ``step``, ``simFrame``, and
 timers that fire after a number of simulation frames.
 
-Why a module of its own: "may the game update this frame, and with what time step" has
+"may the game update this frame, and with what time step" has
 one answer, asked by the kit's own loop and by games that run their own, so it is kept
 in one place. Pure bookkeeping, no threads: the kit calls it on the game thread with
 its lock held.

@@ -1,7 +1,7 @@
 """The commands a game accepts: the table behind ``/tools``, and the queue behind
 ``/command`` that the game thread drains.
 
-Why a module of its own: what an agent is told it may do (the manifest) and what
+What an agent is told it may do (the manifest) and what
 happens when it does it (convert on the HTTP thread, apply on the game thread, record
 the outcome) must stay in step, so both are derived from the same registered
 :class:`~.._args.CommandSpec` here. The queue is drained in order; a command that

@@ -1,6 +1,6 @@
 """The game's events: numbered once, kept in a ring, read by cursor.
 
-Why a module of its own: an agent must see every event once, so each event gets a
+An agent must see every event once, so each event gets a
 ``seq`` (1, 2, 3, ... over the life of the process) and ``GET /events?since=S`` answers
 exactly the ones after ``S``, saying when some had already left the ring
 (``dropped``). ``/state.events`` shows only the newest few of the same entries.

@@ -1,6 +1,6 @@
 """The kit's own game loop, written only against :class:`GameBridge`'s public API.
 
-Why a module of its own: it is the reference for a game that runs its own loop; what
+It is the reference for a game that runs its own loop; what
 it does with ``pump``, ``sim_dt``, ``end_sim_frame`` and ``wait_for_work``, such a
 game does too. Two shapes:
 

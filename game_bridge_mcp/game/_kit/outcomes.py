@@ -1,7 +1,7 @@
 """What became of each command: ``completedCommandId``, ``commandResults`` and the
 waits (``after``) that end when a command completes.
 
-Why a module of its own: completion is the one fact a bridge confirms a command by,
+Completion is the one fact a bridge confirms a command by,
 so it has one owner. Commands complete in the order they were queued even when one of
 them takes frames (``step``, or a game's deferred command): ``completedCommandId`` only
 reaches ``N`` once every command up to ``N`` is done, so "completed" keeps meaning

@@ -1,7 +1,7 @@
 """Reading the debug port a game was started with (``--debug-port N`` or
 ``GAME_BRIDGE_DEBUG_PORT``): the one switch that turns a game's debug surface on.
 
-Why a module of its own: it is the only piece of the kit a game calls before it has a
+It is the only piece of the kit a game calls before it has a
 :class:`GameBridge`, and it is pure (argv and environment in, a port out).
 """
 

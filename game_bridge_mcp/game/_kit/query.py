@@ -1,6 +1,6 @@
 """Reading the query parameters of ``/state``, ``/health`` and ``/events``.
 
-Why a module of its own: a held request (``after``) and a cursor (``since``) are
+A held request (``after``) and a cursor (``since``) are
 only as trustworthy as the numbers they are given, and a client that sends nonsense
 must get a 400 naming the parameter, not a silent default. Pure.
 

@@ -1,6 +1,6 @@
 """The kit's endpoints: what each GET path answers.
 
-Why a module of its own: the HTTP surface is the contract other languages implement
+The HTTP surface is the contract other languages implement
 from docs/contract.md, so each endpoint's parameters and answers are written out here in one
 place, apart from the game-loop machinery in :mod:`..kit`. Every handler takes the query
 string and answers ``(status, json_bytes)`` (or an :class:`~.._http.Answer`); the table

@@ -1,6 +1,6 @@
 """The ``/state`` document: strict JSON encoding, and the two views of it.
 
-Why a module of its own: what the kit adds to a game's state (its own fields, the
+What the kit adds to a game's state (its own fields, the
 ``ui.text`` cap, the digest's cut) decides what an agent sees and what a bridge can
 rely on, and the encoder decides what can be sent at all. Pure: no threads, no
 sockets; the kit calls these with its lock held.

@@ -1,6 +1,6 @@
 """The wrapped game's frame boundary: pygame's flip, events, devices and clock, hooked.
 
-Why it exists: every pygame game ends each frame with ``pygame.display.flip()`` or
+Every pygame game ends each frame with ``pygame.display.flip()`` or
 ``update()``, reads input with ``pygame.event.get()`` or ``pygame.key.get_pressed()``,
 and paces itself with ``pygame.time.Clock``. Replacing exactly those functions (before
 the game's code runs) gives the bridge everything it needs without touching the game:

@@ -1,6 +1,6 @@
 """``key``, ``mouse`` and ``text``: input for an unmodified pygame game, as a player gives it.
 
-Why it exists: the wrapped game knows nothing of the bridge, so an agent plays it the
+The wrapped game knows nothing of the bridge, so an agent plays it the
 way a person does. Each command becomes the events SDL would deliver (``KEYDOWN`` /
 ``KEYUP`` with ``key``, ``mod`` and ``unicode``; ``MOUSEMOTION`` /
 ``MOUSEBUTTONDOWN`` / ``MOUSEBUTTONUP`` with ``pos`` and ``button``; ``TEXTINPUT``),

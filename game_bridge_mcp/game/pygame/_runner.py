@@ -1,6 +1,6 @@
 """``game-bridge-mcp pygame``: run an unmodified pygame game in this process, drivable.
 
-Why it exists: the shortest path from "I have a pygame game" to "an agent is playing
+The shortest path from "I have a pygame game" to "an agent is playing
 it". The command line is the game's own (``-m MODULE`` or ``SCRIPT``, then its
 arguments); the wrapper sets up a headless SDL (dummy video and audio drivers, unless
 ``--window``), hooks pygame (:mod:`._hooks`), registers ``key``/``mouse``/``text`` and

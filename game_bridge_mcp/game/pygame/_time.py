@@ -1,6 +1,6 @@
 """The wrapped game's sense of time: stopped while paused, a fixed step while stepping.
 
-Why it exists: a pygame game moves things by ``dt = clock.tick(60)`` or by
+A pygame game moves things by ``dt = clock.tick(60)`` or by
 ``pygame.time.get_ticks()``. Held at its flip for ten seconds while an agent thinks, it
 would see a ten-second frame on resume; stepped one frame at a time, it would see
 however long the agent took between steps. So the wrapper replaces
