@@ -101,6 +101,9 @@ CONFIRMED_BY_ID = "completedCommandId"
 #: ... or, for a game without it, ``frame`` advanced by :data:`CONFIRM_FRAMES`.
 CONFIRMED_BY_FRAMES = "frames-advanced"
 CONFIRM_FRAMES = 2
+#: A command on a paused game that waits for its clock: answered at once, delivered by
+#: the next ``advance`` (docs/clock.md).
+PENDING = "pending"
 
 # ----------------------------------------------------------------------------- conditions
 

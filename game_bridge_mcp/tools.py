@@ -120,8 +120,8 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "For a game with the clock extension: step its simulation while it stays paused, 'frames' frames, "
         "or frame by frame until 'until' holds (the shapes of wait_for: {path, equals}, {path, changes: true}, "
         "{event} for an event that appears meanwhile), at most maxFrames. Stops at exactly the first frame "
-        "where the condition holds and returns the digest then, with matched and framesAdvanced. A running "
-        "game is paused first. Launch with paused: true for the same result from the same seed and moves.",
+        "where the condition holds and returns the digest then, with matched and framesAdvanced, and "
+        "delivered: the commands answered pending that it delivered. A running game is paused first. Launch with paused: true for the same result from the same seed and moves.",
         _schema({"port": _PORT,
                  "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
                  "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true} or {event}. Checked on the current state first."},
@@ -207,7 +207,8 @@ TOOLS: tuple[ToolDef, ...] = (
         "confirmed before the answer: applied, its result (a refusal is CommandFailed with the game's reason), "
         "then the state after it, whole in every answer (frame, screen, elements, text: ui.text, the scalar game "
         "fields) and the events no earlier answer showed. With until, it also waits for a condition (e.g. the "
-        "board settling) and answers with that state: one call a move.",
+        "board settling) and answers with that state: one call a move. Input on a paused game is answered at "
+        "once with applied: false, pending: true; the next advance delivers it (do not send it again).",
         _schema({"port": _PORT, "name": {"type": "string", "description": "The tool to run."},
                  "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."},
                  "until": _UNTIL}, ("name",)),

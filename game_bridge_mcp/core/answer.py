@@ -28,7 +28,7 @@ ORDER = (CONTRACT_FIELDS[:7] + ("confirmationNote", "pending") + CONTRACT_FIELDS
          + CONTRACT_FIELDS[9:] + ("eventsLeftOut", "eventsNote", "result", "resultNote", "settled", "path",
                                   "event", "value", "lastValue", "pathFound", "initialValue")
          + DIGEST_EXTRAS[3:])
-NOTES = ("note", "state")
+NOTES = ("delivered", "stillPending", "pendingNote", "note", "state")
 _RANK = {name: index for index, name in enumerate(ORDER)}
 
 

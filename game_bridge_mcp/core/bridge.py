@@ -22,12 +22,13 @@ from ..wire.client import GameClient
 from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
-from ..contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID
+from ..contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING
 from . import events, listing, ports
 from .events import answer_digest
 from .answer import command_answer
 from .digest import get_path
 from .outcome import command_outcome
+from .pending import CLOCK_COMMANDS, PendingCommands, pending_note
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
 from ..jsonio import as_int, large_documents_scope
@@ -60,6 +61,8 @@ class _Instance:
     manifest_key: str | None = None
     #: Names missing from the manifest after a re-fetch: not re-fetched again for a moment.
     misses: RecentMisses = field(default_factory=RecentMisses)
+    #: Commands answered as pending, waiting for the game's clock (core/pending.py).
+    pending: PendingCommands = field(default_factory=PendingCommands)
 
 
 class Bridge:
@@ -393,13 +396,20 @@ class Bridge:
         baseline: dict[str, Any] | None = None
         until_digest = until is not None and not include_state and until.condition.digest_answers is not False
 
+        may_wait = sync and command not in CLOCK_COMMANDS  # input on a paused game waits for its clock
+
         def send() -> dict[str, Any]:
             nonlocal baseline
             with inst.command_lock:
+                if may_wait and len(inst.pending):
+                    inst.pending.check_room(port, inst.client.completed_id, inst.client.generation)
+                if may_wait and inst.client.paused is None and "clock" in inst.client.learn_features():
+                    inst.client.state(digest=True)  # once: whether its clock is stopped (each answer says after)
                 if until is not None and until.condition.needs_baseline:
                     baseline = self._whole_if_needed(inst.client, until, inst.client.state(digest=until_digest))
                 outcome = inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync,
-                                                       digest=not include_state and (until is None or until_digest))
+                                                       digest=not include_state and (until is None or until_digest),
+                                                       pending_ok=may_wait)
                 if until is not None and until_digest and isinstance(outcome.get("state"), dict):
                     outcome["state"] = self._whole_if_needed(inst.client, until, outcome["state"])
                 return outcome
@@ -407,7 +417,7 @@ class Bridge:
         outcome = self._guarded(port, send)
         confirmation = outcome["confirmation"]
         applied = {CONFIRMED_BY_ID: True, CONFIRMED_BY_FRAMES: True}.get(
-            confirmation, False if confirmation == "not-waited" else None)
+            confirmation, False if confirmation in ("not-waited", PENDING) else None)
         fields: dict[str, Any] = {"port": port, "tool": tool or command, "via": via, "command": command,
                                   "applied": applied}
         if outcome.get("commandId") is not None:
@@ -420,6 +430,13 @@ class Bridge:
         if outcome.get("idNote"):
             fields["confirmationNote"] = outcome["idNote"]
         state = outcome.get("state")
+        if confirmation == PENDING and isinstance(state, dict):  # answered now; the next advance delivers it
+            fields["pending"] = True
+            inst.pending.add(int(outcome["commandId"]), tool or command, inst.client.generation)
+            fields["note"] = pending_note(port, tool or command, outcome["commandId"], state,
+                                          clock.until_shape(until.condition) if until is not None else None)
+            fields.update(inst.pending.settle(state, inst.client.generation, exclude=outcome["commandId"]))
+            return command_answer(fields, self._digest(port, state))
         if isinstance(state, dict):
             done = command_outcome(state, as_int(outcome.get("commandId")))
             if done.ok is False:  # a refusal is not waited on
@@ -439,6 +456,8 @@ class Bridge:
             fields.update(settled)
         if not isinstance(state, dict):  # not waited on: the state as the command was queued
             state = self._guarded(port, lambda: inst.client.state(digest=not include_state))
+        if len(inst.pending):  # what became of commands that waited for the clock
+            fields.update(inst.pending.settle(state, inst.client.generation))
         answer = command_answer(fields, self._digest(port, state))  # once: it moves the events cursor
         if include_state:
             answer["state"] = state
@@ -567,8 +586,11 @@ class Bridge:
         target = self._port(port)
         inst = self._instance(target)
         with inst.command_lock:  # every frame on the connection the client keeps to the game
-            return self._guarded(target, lambda: clock.Advance(inst.client, timeout_ms=self.config.timeout_ms)
-                                 .run(frames, until, max_frames))
+            run = clock.Advance(inst.client, timeout_ms=self.config.timeout_ms, behind=inst.pending.newest_id)
+            answer: dict[str, Any] = self._guarded(target, lambda: run.run(frames, until, max_frames))
+            if len(inst.pending) and run.last_state is not None:  # the commands it delivered
+                answer.update(inst.pending.settle(run.last_state, inst.client.generation))
+            return answer
 
     # ------------------------------------------------------------------ eager
     def eager_targets(self) -> list[tuple[int, Manifest]]:

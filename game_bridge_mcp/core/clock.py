@@ -19,6 +19,10 @@ Rules an agent can rely on (docs/clock.md says them too):
   from the state before the first step.
 * Every step must move ``simFrame`` by exactly its frames; otherwise the game's clock is
   broken and ``advance`` stops with ClockBroken (rendered as NotAGameSurface).
+* Commands that were answered as pending (core/pending.py) complete as the frames run,
+  and a step's completion is published only after theirs (commands complete in queue
+  order): while one of them is not done, a step is confirmed by ``simFrame`` reaching
+  its frames, not by its id.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ def parse_until(until: Any) -> Condition:
     return condition
 
 
-def _until_shape(condition: Condition) -> str:
+def until_shape(condition: Condition) -> str:
     """The condition as the JSON an agent would pass back, for messages."""
     import json
 
@@ -81,8 +85,13 @@ def _until_shape(condition: Condition) -> str:
 class Advance:
     """One ``advance`` call on one port (the caller holds the port's command lock)."""
 
-    def __init__(self, client: GameClient, *, timeout_ms: int) -> None:
+    def __init__(self, client: GameClient, *, timeout_ms: int, behind: int | None = None) -> None:
         self.client = client
+        #: The newest command waiting for the clock (answered as pending), whose completion
+        #: a step's waits for; None when none waits.
+        self.behind = behind
+        #: The state the advance ended on (for what the caller reports of pending commands).
+        self.last_state: dict[str, Any] | None = None
         self.port = client.port
         self.timeout_ms = timeout_ms
         self.advanced = 0
@@ -115,7 +124,7 @@ class Advance:
             state = self._step(1, state, generation)
             matched = watch.observe(state)
         if not matched:
-            self.notes.append(f"until {_until_shape(condition)} did not hold within {limit} frames; "
+            self.notes.append(f"until {until_shape(condition)} did not hold within {limit} frames; "
                               "the game stays paused here. Advance again to go on.")
         seen: dict[str, Any] = {"event": condition.event} if condition.event is not None else {"path": condition.path}
         seen.update(watch.report())
@@ -159,8 +168,11 @@ class Advance:
             per_frame = STEP_ALLOWANCE_S if period is None else max(0.001, 2 * period)
             timeout_ms += int(frames * per_frame * 1000)
         try:
-            outcome = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms,
-                                                   digest=self.digest)
+            if self._blocked():
+                outcome = self._step_behind(frames, before, timeout_ms)
+            else:
+                outcome = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms,
+                                                       digest=self.digest)
         except GameOffline as exc:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} stopped answering during advance, {self._where(before)}: "
@@ -193,6 +205,31 @@ class Advance:
         self._verify(frames, before, state)
         self.advanced += frames
         return state
+
+    def _blocked(self) -> bool:
+        """Whether a command answered as pending is still not done (so a step's completion
+        will not be published until it is)."""
+        completed = self.client.completed_id
+        return self.behind is not None and (completed is None or completed < self.behind)
+
+    def _step_behind(self, frames: int, before: Mapping[str, Any], timeout_ms: int) -> dict[str, Any]:
+        """A step queued behind a pending command: sent, then confirmed by ``simFrame``
+        reaching ``frames`` more (its own completion waits for the pending command's)."""
+        start = as_int(before.get("simFrame"))
+        if start is None:  # nothing else to go by: its completion
+            return self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms, digest=self.digest)
+        sent = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms, sync=False)
+        deadline = polling.Deadline(timeout_ms / 1000.0)
+        while True:
+            state = self.client.state(timeout_ms=max(1, deadline.remaining_ms()), digest=self.digest)
+            now = as_int(state.get("simFrame"))
+            done = as_int(state.get("completedCommandId"))
+            if (now is not None and now >= start + frames) or (
+                    done is not None and sent.get("commandId") is not None and done >= int(sent["commandId"])):
+                return {"commandId": sent.get("commandId"), "confirmation": "simFrame", "state": state}
+            if deadline.expired:
+                raise CommandTimeout(self.port, "step", timeout_ms, commandId=sent.get("commandId"))
+            polling.sleep(0.0005)
 
     def _went_away(self, within_s: float = 1.0) -> bool:
         """Whether the port stops accepting connections within ``within_s`` (a game that
@@ -235,6 +272,7 @@ class Advance:
         return f"after {self.advanced} frames (simFrame {before.get('simFrame')})"
 
     def _answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
+        self.last_state = dict(state)
         digest = answer_digest(self.client, state)  # the whole digest; each event once
         result: dict[str, Any] = {"port": self.port, "tool": "advance", "matched": matched,
                                   "framesAdvanced": self.advanced, **condition, **digest}
@@ -312,7 +350,7 @@ class RefusePaused:
 
     def __call__(self, remaining_ms: int | None) -> dict[str, Any]:
         if self.last is not None and self.last.get("paused") is True:
-            shape = _until_shape(self.condition)
+            shape = until_shape(self.condition)
             raise GamePaused(
                 f"The game on port {self.port} is paused (simFrame {self.last.get('simFrame')}), so "
                 f"waiting for {shape} could only time out: nothing moves until it is stepped. Step it until "
@@ -323,5 +361,5 @@ class RefusePaused:
         return state
 
 
-__all__ = ["Advance", "DEFAULT_MAX_FRAMES", "MAX_ADVANCE_FRAMES", "RefusePaused", "START_PAUSED_ENV",
+__all__ = ["Advance", "DEFAULT_MAX_FRAMES", "MAX_ADVANCE_FRAMES", "RefusePaused", "START_PAUSED_ENV", "until_shape",
            "confirm_paused_launch", "parse_until"]

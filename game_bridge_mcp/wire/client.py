@@ -135,6 +135,9 @@ class GameClient(Confirming):
         #: The completedCommandId of the newest answer that carried one (None: unknown): a
         #: command whose commandId is not above it cannot be confirmed by its id.
         self.completed_id: int | None = None
+        #: ``paused`` in the newest answer that carried it (None: unknown): a command on a
+        #: paused game with ``clock`` may wait for its clock (see Confirming).
+        self.paused: bool | None = None
         #: What the last /state, /state?view=digest and /health cost (seconds).
         self.state_cost_s = 0.0
         self.digest_cost_s = 0.0
@@ -211,6 +214,8 @@ class GameClient(Confirming):
             self.generation += 1
         if "completedCommandId" in doc:
             self.completed_id = counter(doc.get("completedCommandId"))
+        if isinstance(doc.get("paused"), bool):
+            self.paused = doc["paused"]
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
         """One GET; transport failures become GameOffline/NotAGameSurface, except the

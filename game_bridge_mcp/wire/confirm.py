@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..contract import CONFIRM_FRAMES, CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, MAX_HOLD_MS
+from ..contract import CONFIRM_FRAMES, CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, MAX_HOLD_MS, PENDING
 from ..errors import CommandTimeout, GameOffline
 from ..jsonio import as_int
 from .frames import FrameClock
@@ -66,6 +66,13 @@ MAX_WAIT_MS = MAX_HOLD_MS
 HELD_RESERVE_S = 0.02
 EARLY_TOLERANCE_S = 0.005
 HANG_CHECK_MS = 200
+#: A command on a paused game with ``clock`` that is not done after this many of the
+#: game's loop frames (it applies queued commands on its next one) waits for the clock to
+#: move: input is delivered with the next simulated frame, a command behind a running
+#: ``step`` after it. It is answered ``pending`` then (see ``command_and_sync``), and a
+#: held ``/state?after=`` is asked for at most PENDING_HOLD_MS at a time meanwhile.
+PENDING_FRAMES = 3
+PENDING_HOLD_MS = 100
 
 
 class Confirming:
@@ -78,6 +85,7 @@ class Confirming:
         generation: int
         features: frozenset[str] | None
         completed_id: int | None
+        paused: bool | None
         health_has_completed_id: bool | None
         applies_between_frames: bool
         state_cost_s: float
@@ -97,13 +105,19 @@ class Confirming:
         def _broken(self, name: str, why: str) -> None: ...
 
     def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
-                         timeout_ms: int | None = None, sync: bool = True, digest: bool = False) -> dict:
+                         timeout_ms: int | None = None, sync: bool = True, digest: bool = False,
+                         pending_ok: bool = False) -> dict:
         """Queue a command and wait until the game has applied it.
 
         Returns ``{"answer", "commandId", "confirmation", "state"}`` where ``state`` is a
         ``/state`` snapshot taken after the command ran (None when ``sync`` is False,
         ``confirmation: "not-waited"``). ``digest``: the digest of that state is all the
         caller needs (a game with ``view`` then sends only the digest's fields).
+
+        ``pending_ok``: on a game with ``clock`` that was paused when the command was sent,
+        a command still not done ``PENDING_FRAMES`` loop frames later, with ``/state``
+        still paused, waits for the clock: it is answered at once with ``confirmation:
+        "pending"`` and the state then, instead of waiting for a clock nobody moves.
 
         A game that advertises ``after`` is asked once, ``/state?after=<commandId>``, and
         answers when the command is done; others are polled (see the module docstring)."""
@@ -114,6 +128,7 @@ class Confirming:
             # the completedCommandId the game reports before it is known too.
             self.health(timeout_ms=total_ms)
         generation, before = self.generation, self.completed_id
+        may_wait = pending_ok and self.paused is True and "clock" in (self.features or ())
         answer = self.command(cmd, args, timeout_ms=self._remaining_ms(deadline))
         command_id = counter(answer.get("commandId"))
         queued_frame = counter(answer.get("frame"))
@@ -121,7 +136,8 @@ class Confirming:
             return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
         if (command_id is None or before is None or command_id > before
                 or self.generation != generation):  # a restart meanwhile: the old count does not hold
-            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+            return self._confirm(cmd, command_id, queued_frame, deadline, total_ms, answer, digest,
+                                 pending=may_wait and command_id is not None)
         # An id the game had already reported done would "confirm" the command before it
         # ran (a reused or lying counter): confirm it by frames instead, and say why.
         why = (f"The game answered commandId {command_id}, which is not above the completedCommandId "
@@ -142,7 +158,8 @@ class Confirming:
         return max(1, math.ceil((deadline - self._clock()) * 1000))
 
     def _confirm(self, cmd: str, command_id: int | None, queued_frame: int | None,
-                 deadline: float, total_ms: int, answer: dict, digest: bool = False) -> dict:
+                 deadline: float, total_ms: int, answer: dict, digest: bool = False,
+                 pending: bool = False) -> dict:
         if command_id is not None and self.features is None:
             try:  # which extensions to use and how to poll, learned once (per generation)
                 self.health(timeout_ms=self._remaining_ms(deadline))
@@ -151,7 +168,7 @@ class Confirming:
                     raise
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id) from None
         if command_id is not None and self.uses("after"):
-            held = self._confirm_held(cmd, command_id, queued_frame, deadline, total_ms, answer, digest)
+            held = self._confirm_held(cmd, command_id, queued_frame, deadline, total_ms, answer, digest, pending)
             if held is not None:
                 return held  # else the game broke the rule: confirm as for a game without it
         interval = 0.0
@@ -163,18 +180,21 @@ class Confirming:
         expected_start = plan[1] if plan is not None else None
         while True:
             try:
-                state = self._next_state(command_id, base_frame, deadline, counter(last.get("frame")), digest)
+                state = self._next_state(command_id, base_frame, deadline, counter(last.get("frame")), digest,
+                                         pending)
             except GameOffline:
                 if self._clock() < deadline:
                     raise
                 state = None  # the poll ran into the command's own deadline: a CommandTimeout
             if state is not None:
                 last = state
-                verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state)
+                verdict = self._verdict(cmd, command_id, queued_frame, base_frame, total_ms, answer, state, pending)
                 if verdict is not None:
                     if expected_start is not None and verdict["confirmation"] == CONFIRMED_BY_ID:
                         self.frames.note_applied(expected_start, self._clock())  # when to poll next time
                     return verdict
+                if base_frame is None and pending:
+                    base_frame = counter(state.get("frame"))
                 if command_id is None or counter(state.get("completedCommandId")) is None:
                     frame = counter(state.get("frame"))
                     if base_frame is None:
@@ -188,9 +208,10 @@ class Confirming:
             self._sleep(min(pause, max(0.0, deadline - now)))
 
     def _verdict(self, cmd: str, command_id: int | None, queued_frame: int | None, base_frame: int | None,
-                 total_ms: int, answer: dict, state: dict) -> dict | None:
+                 total_ms: int, answer: dict, state: dict, pending: bool = False) -> dict | None:
         """What one snapshot says of the command: the outcome, None (not yet), or a
-        CommandTimeout raised for a game that restarted meanwhile."""
+        CommandTimeout raised for a game that restarted meanwhile. ``pending``: a command
+        on a paused game, which may wait for the clock (see ``command_and_sync``)."""
         completed = counter(state.get("completedCommandId"))
         frame = counter(state.get("frame"))
         if base_frame is not None and frame is not None and frame < base_frame:
@@ -200,6 +221,10 @@ class Confirming:
                 lastFrame=frame)
         if command_id is not None and completed is not None:
             if completed < command_id:
+                start = queued_frame if queued_frame is not None else base_frame
+                if (pending and state.get("paused") is True and start is not None and frame is not None
+                        and frame >= start + PENDING_FRAMES):
+                    return {"answer": answer, "commandId": command_id, "confirmation": PENDING, "state": state}
                 return None
             if queued_frame is not None and frame == queued_frame:
                 self.applies_between_frames = True  # never wait for a frame with this game
@@ -211,7 +236,7 @@ class Confirming:
         return None
 
     def _confirm_held(self, cmd: str, command_id: int, queued_frame: int | None, deadline: float,
-                      total_ms: int, answer: dict, digest: bool) -> dict | None:
+                      total_ms: int, answer: dict, digest: bool, pending: bool = False) -> dict | None:
         """``after`` (docs/contract.md): ``/state?after=<id>&waitMs=<what is left>``, asked
         again only when it was held for all of ``waitMs``. None when the game broke the
         rule (answered early without the command, or without ``completedCommandId``):
@@ -226,7 +251,7 @@ class Confirming:
             view = digest and self.uses("view")
             cost = self.digest_cost_s if view else self.state_cost_s
             reserve_s = min(remaining_s / 4, HELD_RESERVE_S + 2 * cost)
-            wait_ms = max(0, min(MAX_WAIT_MS, int((remaining_s - reserve_s) * 1000)))
+            wait_ms = max(0, min(PENDING_HOLD_MS if pending else MAX_WAIT_MS, int((remaining_s - reserve_s) * 1000)))
             path = f"/state?after={command_id}&waitMs={wait_ms}" + ("&view=digest" if view else "")
             sent = self._clock()
             try:
@@ -236,11 +261,13 @@ class Confirming:
                     raise
                 raise CommandTimeout(self.port, cmd, total_ms, commandId=command_id) from None
             held_s = self._clock() - sent
-            verdict = self._verdict(cmd, command_id, queued_frame, queued_frame, total_ms, answer, state)
+            verdict = self._verdict(cmd, command_id, queued_frame, queued_frame, total_ms, answer, state, pending)
             completed = counter(state.get("completedCommandId"))
             if completed is None:
                 self._broken("view" if view else "after", "its /state answered without completedCommandId")
                 return None
+            if verdict is not None and verdict["confirmation"] == PENDING:
+                return verdict
             if verdict is not None:
                 if wait_ms >= HANG_CHECK_MS and held_s >= wait_ms / 1000 * 0.98:
                     # The command may have been done long before: a game that holds for all
@@ -313,7 +340,8 @@ class Confirming:
         return max(MAX_CHEAP_INTERVAL_S, 2 * self.poll_cost(digest))
 
     def _next_state(self, command_id: int | None, base_frame: int | None,
-                    deadline: float, state_frame: int | None, digest: bool = False) -> dict | None:
+                    deadline: float, state_frame: int | None, digest: bool = False,
+                    pending: bool = False) -> dict | None:
         """One poll step: a /state snapshot worth checking, or None (not yet).
 
         ``state_frame`` is the frame of the last /state fetched for this command: without
@@ -328,7 +356,9 @@ class Confirming:
                 completed = counter(health.get("completedCommandId"))
                 frame = counter(health.get("frame"))
                 restarted = base_frame is not None and frame is not None and frame < base_frame
-                if not restarted and (completed is None or completed < command_id):
+                waits = (pending and base_frame is not None and frame is not None
+                         and frame >= base_frame + PENDING_FRAMES)  # /state says whether it waits for the clock
+                if not restarted and not waits and (completed is None or completed < command_id):
                     return None  # a restart goes on to /state, where _confirm reports it
         elif base_frame is not None and (not cheap or self.frames.period_s is not None):
             # /state is expensive, or this game's frames are known to advance (so polls

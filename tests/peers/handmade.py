@@ -51,8 +51,10 @@ Commands (``/tools`` toolset ``play``; clock and input commands only with the fe
 - ``pause``, ``resume``, ``step {frames}`` (1..10000, default 1; completes only after
   its frames have run; commands behind it wait).
 - ``key {key, action, frames}``, ``mouse {x, y, button, action}``, ``text {text}``:
-  recorded in ``game.lastInput`` and completed on the next frame (this game has no
-  real devices; only the names are the point).
+  recorded in ``game.lastInput`` and completed on the next simulated frame (on a
+  paused game: the next stepped one; this game has no real devices, only the names are
+  the point). Commands complete in queue order: ``completedCommandId`` reaches ``N``
+  only once every command up to ``N`` is done.
 
 An unknown command is refused at ``/command`` (HTTP 404, ``accepted: false``, the list
 of commands). A ``Host`` other than loopback, or any ``Origin``, gets 403.
@@ -76,6 +78,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+#: What an input command applied on a paused game returns: it completes later.
+_WAITS = object()
 FEATURES = ("results", "after", "view", "events", "screenshot", "clock", "input")
 
 #: Lying modes: each breaks one rule of docs/contract.md while still advertising the feature.
@@ -200,6 +204,8 @@ class HandmadeGame:
         self.paused = bool(start_paused and "clock" in self.features and "start-paused-ignored" not in self.lies)
         self.next_id = 0
         self.completed = 0
+        self._finished: set[int] = set()  # done, waiting for an earlier command to be
+        self.waiting_input: list[tuple[int, str, dict[str, str]]] = []  # for the next simulated frame
         self.queue: collections.deque[tuple[int, str, dict[str, str]]] = collections.deque()
         self.results: collections.deque[dict[str, Any]] = collections.deque(maxlen=32)
         self._late_results: list[dict[str, Any]] = []
@@ -310,6 +316,10 @@ class HandmadeGame:
             self.results.extend(self._late_results)
             self._late_results.clear()
         simulate = not self.paused or "simframe-runs-while-paused" in self.lies
+        if self.waiting_input and (simulate or self.stepping is not None):  # this frame reads them
+            for command_id, cmd, args in self.waiting_input:
+                self._finish(command_id, True, self._deliver(cmd, args))
+            self.waiting_input.clear()
         if self.stepping is not None:
             command_id, left = self.stepping
             self.sim_frame += 1
@@ -329,6 +339,8 @@ class HandmadeGame:
             except _Refused as exc:
                 self._finish(command_id, False, str(exc))
             else:
+                if result is _WAITS:
+                    continue
                 if self.stepping is None or "step-early" in self.lies:
                     self._finish(command_id, True, result)
         for shot in self.shots:
@@ -336,7 +348,10 @@ class HandmadeGame:
         self.shots.clear()
 
     def _finish(self, command_id: int, ok: bool, outcome: Any) -> None:
-        self.completed = max(self.completed, command_id)
+        self._finished.add(command_id)
+        while self.completed + 1 in self._finished:  # in queue order
+            self._finished.discard(self.completed + 1)
+            self.completed += 1
         entry: dict[str, Any] = {"id": command_id, "ok": ok}
         if not ok:
             entry["error"] = outcome
@@ -417,10 +432,16 @@ class HandmadeGame:
             self.stepping = (command_id, frames)
             return {"simFrame": self.sim_frame}
         if cmd in ("key", "mouse", "text"):
-            self.last_input = {"device": cmd, **args}
-            self._event("input", device=cmd)
-            return None
+            if self.paused and self.stepping is None and "simframe-runs-while-paused" not in self.lies:
+                self.waiting_input.append((command_id, cmd, args))  # the game reads it in its next frame
+                return _WAITS
+            return self._deliver(cmd, args)
         raise _Refused(f"unknown command {cmd!r}")  # not reached: /command refuses these
+
+    def _deliver(self, cmd: str, args: dict[str, str]) -> Any:
+        self.last_input = {"device": cmd, **args}
+        self._event("input", device=cmd)
+        return None
 
     # ------------------------------------------------------------------ answers
     def health(self) -> dict[str, Any]:
