@@ -1,9 +1,9 @@
 """Commands that wait for a paused game's clock: answered at once as pending, then
 delivered by the next ``advance``, which says so.
 
-Why a module of its own: input on a paused game (and a command queued behind a running
-``step``) cannot complete until simulated frames run, so waiting for it could only time
-out, and an agent that then retried would send it twice. The bridge answers such a
+Input on a paused game (and a command queued behind a running ``step``) cannot complete
+until simulated frames run, so waiting for it could only time out, and an agent that
+then retried would send it twice. The bridge answers such a
 command at once (``applied: false, pending: true``) and keeps it here, per port, until
 an answer's state shows it done (``completedCommandId`` reached its id): the next
 ``advance`` lists it under ``delivered``, with its outcome from ``commandResults``. A
