@@ -194,3 +194,67 @@ def test_reaping_after_sigkill_holds_once_a_dead_watcher_was_replaced(tmp_path: 
         if driver.poll() is None:
             driver.kill()
         driver.wait()
+
+
+def watchers_of(server: subprocess.Popen) -> list[psutil.Process]:
+    """The watcher processes the server started (its children running watcher.py), not zombies."""
+    found = []
+    for child in psutil.Process(server.pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and any("watcher.py" in part for part in child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_sigstopped_watcher_is_replaced_and_a_sigkilled_server_still_reaps(tmp_path: Path,
+                                                                            guard: ProcessGuard) -> None:
+    """A stopped watcher still has room in its pipe, so records alone never show it is gone:
+    it must answer pings. The real server over stdio; two games; the watcher stopped."""
+    decl = write_declaration(tmp_path / "game", "--ignore-close")
+    env = {**guard.env, "GAME_BRIDGE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).parents[1]),
+           "GAME_BRIDGE_CONFIG": str(decl)}
+    server = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp", "--no-scan"], env=env, cwd=str(tmp_path),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    frozen: psutil.Process | None = None
+
+    def call(ident: int, method: str, params: dict) -> dict:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}) + "\n")
+        server.stdin.flush()
+        while True:
+            reply = json.loads(server.stdout.readline())
+            if reply.get("id") == ident:
+                return reply
+
+    try:
+        call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "0"}})
+        assert server.stdin is not None
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        call(2, "tools/call", {"name": "launch_instance", "arguments": {}})
+        assert wait_until(lambda: len(watchers_of(server)) == 1, 10)
+        frozen = watchers_of(server)[0]
+        frozen.suspend()  # SIGSTOP to the watcher this test's server started
+        second = call(3, "tools/call", {"name": "launch_instance", "arguments": {}})
+        assert not second["result"].get("isError"), second
+        assert wait_until(lambda: len(guard.recorded()) == 2, 10)
+
+        def replaced() -> bool:
+            now = watchers_of(server)
+            return bool(now) and all(w.pid != frozen.pid for w in now)
+
+        assert wait_until(replaced, 15), "the stopped watcher was not replaced"
+        # The server killed the stopped one (SIGKILL ends a stopped process; nothing else
+        # would: woken later, a watcher hung up on would reap the server's live games).
+        assert wait_until(lambda: not frozen.is_running() or frozen.status() == psutil.STATUS_ZOMBIE, 5)
+        server.kill()  # the server dies without any cleanup
+        server.wait(5)
+        assert wait_until(lambda: not guard.recorded(), 10), "the games outlived a SIGKILLed server"
+    finally:
+        if frozen is not None and frozen.is_running():
+            frozen.resume()
+        if server.poll() is None:
+            server.kill()
+        server.wait()

@@ -18,11 +18,14 @@ records, so on EOF there is nothing left and the watcher just exits. Records are
 lines: ``{"op": "launch", "id", "pid", "ctime", "pgid", "marker", "spare"}``,
 ``{"op": "expect", "id", "marker"}`` (sent before the spawn, so even a bridge killed
 between spawn and record leaves a findable marker), ``{"op": "child", "id", "pid",
-"ctime"}`` and ``{"op": "forget", "id"}``.
+"ctime"}`` and ``{"op": "forget", "id"}``; ``{"op": "ping", "seq"}`` is answered at once
+with the line ``<seq>`` on stdout (a pipe back to the bridge), which is how the bridge
+knows this watcher is still reading: one that does not answer (stopped, hung) is killed
+and replaced.
 
 Runnable as ``python -m game_bridge_mcp.launch.watcher`` or as ``python <path>/watcher.py`` (how
 the launcher starts it, so it works when the package is vendored under another name).
-It never writes to stdout and never signals anything it was not told about.
+It writes nothing to stdout but those answers, and never signals anything it was not told about.
 """
 
 from __future__ import annotations
@@ -147,8 +150,20 @@ def _bridge_alive(procs: ModuleType, pid: int | None, ctime: float | None) -> bo
     return bool(procs.is_alive(procs.ProcRef(pid, ctime)))
 
 
-def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: float | None) -> None:
-    """Read records from ``fd`` until EOF (or the bridge is gone), then reap."""
+def answer(fd: int, seq: Any) -> None:
+    """Answer a ping on ``fd`` without ever blocking (a bridge that stopped reading gets
+    no answer, which is what it should see)."""
+    try:
+        if select.select([], [fd], [], 0)[1]:
+            os.write(fd, f"{int(seq)}\n".encode())
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: float | None,
+        answers: int | None = None) -> None:
+    """Read records from ``fd`` until EOF (or the bridge is gone), then reap; answer
+    pings on ``answers``."""
     buffer = b""
     while True:
         try:
@@ -172,7 +187,10 @@ def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: floa
             line, buffer = buffer.split(b"\n", 1)
             try:
                 record = json.loads(line)
-                if isinstance(record, dict):
+                if isinstance(record, dict) and record.get("op") == "ping":
+                    if answers is not None:
+                        answer(answers, record.get("seq"))
+                elif isinstance(record, dict):
                     records.apply(record)
             except (ValueError, KeyError, TypeError):
                 log.warning("ignored a malformed record: %r", line[:200])
@@ -195,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(getattr(signal, name), signal.SIG_IGN)
     procs = _load_procs()
     try:
-        run(sys.stdin.fileno(), Records(procs), bridge_pid=args.bridge_pid, bridge_ctime=args.bridge_ctime)
+        run(sys.stdin.fileno(), Records(procs), bridge_pid=args.bridge_pid, bridge_ctime=args.bridge_ctime,
+            answers=sys.stdout.fileno() if sys.stdout is not None else None)
     except Exception:  # pragma: no cover - last resort: log, never leave a traceback on a tty
         log.exception("watcher failed")
         return 1

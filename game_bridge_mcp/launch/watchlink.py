@@ -17,8 +17,10 @@ The link can never hold up the launcher:
   writes without blocking, under a deadline, holding no lock anyone else needs;
 * that thread looks at the watcher at least every :data:`CHECK_S`: a watcher that died is
   replaced (and told everything still in force) within about a second, and one that stops
-  taking records (SIGSTOPped, hung) for :data:`WRITE_DEADLINE_S` is killed, never just
-  hung up on (it would reap live games when it woke), and replaced;
+  taking records for :data:`WRITE_DEADLINE_S`, or leaves a ``ping`` unanswered (its
+  stdout is a pipe back to the bridge) for :data:`ANSWER_DEADLINE_S` (SIGSTOPped, hung:
+  a pipe with room would take its records all the same), is killed, never just hung up
+  on (it would reap live games when it woke), and replaced;
 * a child record whose process has ended is dropped, so the records kept for a new
   watcher hold the live tree, not its history.
 """
@@ -26,6 +28,7 @@ The link can never hold up the launcher:
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -49,6 +52,10 @@ CHECK_S = 0.25
 WRITE_DEADLINE_S = 1.0
 #: How often recorded children are checked for having exited.
 PRUNE_S = 2.0
+#: A ping is sent this long after the watcher last answered one ...
+PING_S = 1.0
+#: ... and a watcher that has not answered it within this is stalled: killed and replaced.
+ANSWER_DEADLINE_S = 2.0
 
 
 class NoWatcher:
@@ -94,6 +101,10 @@ class WatcherLink:
         self._closing = False
         self._disabled = False
         self._next_prune = 0.0
+        self._ping_seq = 0
+        self._ping_sent: float | None = None  # when the unanswered ping went, if one is out
+        self._answered_at = 0.0
+        self._answers = b""
         #: How many watchers were started (a replacement counts).
         self.started = 0
 
@@ -149,11 +160,12 @@ class WatcherLink:
         if not flushed:  # it would wake and reap on records it never got to forget
             self._kill(proc, ref)
             return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
         try:
             proc.wait(timeout=timeout_s)
             parent.disown(proc.pid)
@@ -186,20 +198,59 @@ class WatcherLink:
         if proc is None:
             if self._disabled or not self._has_records():
                 return
-            if not self._start():
+            if not self._start():  # told everything in force, the queued records included
                 return
-            data = self._snapshot()  # everything in force, the queued records included
-        if data and not self._write(data):
-            old, ref = self._proc, self._ref
+            data = b""
+        if not self._answering():
+            log.warning("the reaper watcher (pid %s) has not answered for %.1fs; replacing it",
+                        self.pid, ANSWER_DEADLINE_S)
+            self._replace()
+        elif (data or self._ping_due()) and not self._write(data + self._ping()):
             log.warning("the reaper watcher (pid %s) stopped taking records; replacing it", self.pid)
-            if old is not None:
-                self._kill(old, ref)
-            self._proc = None
-            if self._start():
-                self._write(self._snapshot())
+            self._replace()
         if time.monotonic() >= self._next_prune:
             self._next_prune = time.monotonic() + PRUNE_S
             self._drop_dead_children()
+
+    def _replace(self) -> None:
+        """Kill the current watcher (it can be told nothing, so it must reap nothing) and
+        start a new one, told everything in force."""
+        old, ref = self._proc, self._ref
+        if old is not None:
+            self._kill(old, ref)
+        self._proc = None
+        self._start()
+
+    def _answering(self) -> bool:
+        """Read the watcher's answers; False when a ping has waited past its deadline."""
+        proc = self._proc
+        if proc is None or proc.stdout is None or self._ping_sent is None:
+            return True
+        try:
+            self._answers += os.read(proc.stdout.fileno(), 4096)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            pass  # its end is gone: the deadline decides
+        lines = self._answers.split(b"\n")
+        self._answers = lines[-1][-64:]
+        for line in lines[:-1]:
+            if line.strip() == str(self._ping_seq).encode():
+                self._ping_sent = None
+                self._answered_at = time.monotonic()
+                return True
+        return time.monotonic() - self._ping_sent <= ANSWER_DEADLINE_S
+
+    def _ping_due(self) -> bool:
+        return self._ping_sent is None and time.monotonic() - self._answered_at >= PING_S
+
+    def _ping(self) -> bytes:
+        """A ping record (when one is due and none is out), to be answered on stdout."""
+        if not self._ping_due():
+            return b""
+        self._ping_seq += 1
+        self._ping_sent = time.monotonic()
+        return _encode([{"op": "ping", "seq": self._ping_seq}])
 
     def _has_records(self) -> bool:
         with self._cond:
@@ -222,6 +273,8 @@ class WatcherLink:
                         launch.children.pop(key, None)
 
     def _start(self) -> bool:
+        """Start a watcher and tell it everything in force. The records are in its pipe
+        before it exists, so a bridge killed the moment after still leaves them with it."""
         script = Path(__file__).with_name("watcher.py")
         if not sys.executable or not script.is_file():
             log.warning("cannot start the reaper watcher (no Python executable or %s missing); "
@@ -235,22 +288,35 @@ class WatcherLink:
         if self._log_path is not None:
             args += ["--log", str(self._log_path)]
         env = {k: v for k, v in os.environ.items() if k != MARKER_KEY}
+        snapshot = self._snapshot()
+        try:
+            read_end, write_end = os.pipe()
+        except OSError as exc:
+            log.warning("cannot start the reaper watcher (%s); launched games will not be reaped "
+                        "if this process is killed", exc)
+            return False
+        first = _prefill(write_end, snapshot)
         try:
             with parent.spawning() as own:
                 proc = subprocess.Popen(
-                    args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    args, stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                     cwd=os.path.abspath(os.sep), env=env, close_fds=True, start_new_session=True)
                 own.add(proc.pid)
         except OSError as exc:
+            os.close(write_end)
             log.warning("cannot start the reaper watcher (%s); launched games will not be reaped "
                         "if this process is killed", exc)
             self._disabled = True
             return False
-        assert proc.stdin is not None
-        os.set_blocking(proc.stdin.fileno(), False)
+        finally:
+            os.close(read_end)
+        proc.stdin = open(write_end, "wb", buffering=0)  # our pipe, as Popen would have made it
+        assert proc.stdout is not None
+        os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._ref = proc, procs.ref_for(proc.pid)
+        self._ping_sent, self._answered_at, self._answers = None, time.monotonic(), b""
         self.started += 1
-        return True
+        return first == len(snapshot) or self._write(snapshot[first:])
 
     def _write(self, data: bytes) -> bool:
         """Write ``data`` to the current watcher, never blocking: False when the pipe is
@@ -293,11 +359,34 @@ class WatcherLink:
             parent.disown(proc.pid)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL always ends it
             log.warning("the stalled reaper watcher (pid %d) did not die", proc.pid)
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+
+
+def _prefill(fd: int, data: bytes) -> int:
+    """Put as much of ``data`` into a new pipe as it holds (made larger if need be,
+    within what the system allows), never blocking; how many bytes went in."""
+    os.set_blocking(fd, False)
+    size_op = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if size_op is not None and len(data) > 65536:
         try:
-            if proc.stdin is not None:
-                proc.stdin.close()
+            fcntl.fcntl(fd, size_op, min(len(data), 1 << 20))
         except OSError:
             pass
+    done = 0
+    while done < len(data):
+        try:
+            written = os.write(fd, memoryview(data)[done:])
+        except OSError:  # full (BlockingIOError), or closed
+            break
+        if not written:
+            break
+        done += written
+    return done
 
 
-__all__ = ["CHECK_S", "NoWatcher", "WRITE_DEADLINE_S", "WatcherLink"]
+__all__ = ["ANSWER_DEADLINE_S", "CHECK_S", "NoWatcher", "PING_S", "WRITE_DEADLINE_S", "WatcherLink"]
