@@ -280,6 +280,25 @@ def send(pipe: IO[bytes], *records: dict) -> None:
     pipe.flush()
 
 
+def test_the_watcher_run_by_file_path_answers_pings_on_stdout() -> None:
+    """How the bridge starts it (so a vendored copy works): its imports resolve by path, and
+    a ping is answered with its number, which is how the bridge knows it still reads."""
+    script = Path(procs.__file__).with_name("watcher.py")
+    watcher = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True, env={"PATH": os.environ["PATH"]})
+    try:
+        assert watcher.stdin is not None and watcher.stdout is not None
+        send(watcher.stdin, {"op": "ping", "seq": 41}, {"op": "ping", "seq": "not a number"}, {"op": "ping", "seq": 42})
+        assert watcher.stdout.readline() == b"41\n" and watcher.stdout.readline() == b"42\n"
+        watcher.stdin.close()
+        assert watcher.wait(10) == 0
+        assert watcher.stdout.read() == b"" and watcher.stderr is not None and watcher.stderr.read() == b""
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+        watcher.wait()
+
+
 def test_watcher_reaps_only_what_it_was_told_about(guard: ProcessGuard) -> None:
     recorded = sleeper(guard)
     marked = sleeper(guard, marker="outer,launch-b")

@@ -41,7 +41,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
         del sys.path[0]
 
 import argparse
-import importlib.util
+import importlib
 import json
 import logging
 import select
@@ -59,17 +59,18 @@ BRIDGE_CHECK_S = 1.0
 
 
 def _load_procs() -> ModuleType:
-    """The sibling ``procs`` module, by package when possible, else by file path."""
+    """The sibling ``procs`` module, by package when possible, else by file path: the
+    package directory above this file is given a private name (its ``__init__`` not
+    run), so the relative imports of ``procs`` resolve within the same checkout."""
     if __package__:
         return importlib.import_module(".procs", __package__)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procs.py")
-    spec = importlib.util.spec_from_file_location("_game_bridge_procs", path)
-    if spec is None or spec.loader is None:  # pragma: no cover
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = "_game_bridge_watcher_package"
+    for name, path in ((root, os.path.dirname(here)), (root + ".launch", here)):
+        package = ModuleType(name)
+        package.__path__ = [path]
+        sys.modules[name] = package
+    return importlib.import_module(root + ".launch.procs")
 
 
 class Records:
