@@ -23,7 +23,8 @@ _PORT = {"type": "integer", "minimum": 1, "maximum": 65535,
          "description": "The game instance's port. Optional: defaults to --port, then GAME_BRIDGE_PORT, then the one instance this bridge launched, then 7777."}
 
 
-_UNTIL = {
+#: ``call_tool``'s ``until`` (and, with ``--eager``, every flat game tool's).
+UNTIL = {
     "type": "object", "additionalProperties": False,
     "description": ("After the command is confirmed, wait until this holds and answer with the state that met it "
                     "(settled: true), or settled: false with the last value at the deadline. One of "
@@ -211,7 +212,7 @@ TOOLS: tuple[ToolDef, ...] = (
         "once with applied: false, pending: true; the next advance delivers it (do not send it again).",
         _schema({"port": _PORT, "name": {"type": "string", "description": "The tool to run."},
                  "arguments": {"type": "object", "description": "The tool's arguments (see describe_toolset). May also carry 'port'."},
-                 "until": _UNTIL}, ("name",)),
+                 "until": UNTIL}, ("name",)),
         "call_tool", destructive=True, progress=True),
 )
 

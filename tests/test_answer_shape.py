@@ -112,3 +112,29 @@ def test_each_digest_is_whole_across_commands_and_advance_on_a_paused_game() -> 
                 assert whole["game"]["session"]["best"] == 3  # the round left early counts for the best
                 assert answers["advance"]["value"] == 0 and answers["advance"]["path"] == "game.moving"
         anyio.run(main)
+
+
+def test_a_flat_eager_tool_takes_until_as_call_tool_does(tmp_path: Any) -> None:
+    from game_bridge_mcp.trace.reader import read_trace
+    from mcp_harness import is_error, text
+
+    with demo_game() as (port, _game):
+        async def main() -> None:
+            app = app_for(port, eager=True, record=tmp_path / "flat.trace")
+            async with connect(app) as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                flat = tools[f"p{port}_drop"]
+                schema = getattr(flat, "input_schema", None) or getattr(flat, "inputSchema", {})
+                assert "until" in schema["properties"] and "x" in schema["properties"]
+                settled = data(await client.call_tool(f"p{port}_drop", {
+                    "x": 0, "until": {"path": "game.moving", "equals": 0}}))
+                assert settled["settled"] is True and settled["game"]["moving"] == 0
+                assert contract_order(settled) == list(CONTRACT_FIELDS)
+                bad = await client.call_tool(f"p{port}_drop", {"x": 0, "until": {"path": "game.moving", "eq": 0}})
+                assert is_error(bad) and text(bad).startswith("BridgeUsageError: until: unknown key 'eq'")
+                assert data(await client.call_tool(f"p{port}_drop", {"x": 1}))["applied"] is True  # still serving
+            app.recorder.writer.close()
+            calls = [c for c in read_trace(tmp_path / "flat.trace").calls if c.name == "drop"]
+            assert calls[0].options == {"until": {"path": "game.moving", "equals": 0}}
+            assert calls[0].arguments == {"x": 0}
+        anyio.run(main)

@@ -44,7 +44,7 @@ from .._version import __version__
 from ..core.bridge import Bridge
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..errors import BridgeError
-from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, ToolDef
+from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, UNTIL, ToolDef
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -199,6 +199,9 @@ class BridgeServer:
         self._session: Any = None
         self._token: Any = None
         self._eager_tools: dict[str, tuple[int, str]] = {}
+        #: The flat game tools whose schema lists call_tool's ``until`` (a game tool with
+        #: an ``until`` of its own keeps it).
+        self._eager_until: set[str] = set()
         #: Per port: when --eager re-reads its manifest next, and the interval it is at.
         self._rereads: dict[int, tuple[float, float]] = {}
         self.clock: Callable[[], float] = time.monotonic
@@ -233,6 +236,7 @@ class BridgeServer:
     def _eager_tool_list(self) -> list[types.Tool]:
         tools = [_tool(t) for t in BRIDGE_TOOLS]
         mapping: dict[str, tuple[int, str]] = {}
+        until: set[str] = set()
         for port, manifest in self.bridge.eager_targets():
             game = manifest.game.get("name") or "game"
             for spec in manifest.tools():
@@ -240,12 +244,17 @@ class BridgeServer:
                 if flat in mapping:
                     continue
                 mapping[flat] = (port, spec.name)
+                schema = spec.input_schema
+                properties = schema.get("properties")
+                if isinstance(properties, dict) and "until" not in properties:  # call_tool's, beside its own
+                    schema = {**schema, "properties": {**properties, "until": UNTIL}}
+                    until.add(flat)
                 tools.append(types.Tool(
                     name=flat, title=f"{spec.name} on port {port}",
                     description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
-                    inputSchema=spec.input_schema,
+                    inputSchema=schema,
                     annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
-        self._eager_tools = mapping
+        self._eager_tools, self._eager_until = mapping, until
         return tools
 
     def _announce_manifest_changes(self) -> None:
@@ -329,7 +338,10 @@ class BridgeServer:
             target = self._eager_tools.get(name)
             if target is not None:
                 port, tool = target
-                flat: dict[str, Any] = {"name": tool, "arguments": arguments, "port": port}
+                args = dict(arguments)
+                flat: dict[str, Any] = {"name": tool, "arguments": args, "port": port}
+                if name in self._eager_until and "until" in args:  # call_tool's, as in call_tool
+                    flat["until"] = args.pop("until")
                 return "call_tool", flat, lambda: self.bridge.run_tool("call_tool", flat)
         return name, arguments, lambda: self.bridge.run_tool(name, arguments, progress=progress)
 
