@@ -31,8 +31,9 @@ on, and then the kernel reaps our children at once, freeing their pids for reuse
 makes this process a child subreaper, so a descendant that double-forks away is
 re-parented here rather than to init (and :func:`reap_adopted` reaps the ones that exit).
 
-This module imports nothing from its package (standard library and psutil only), so
-the watcher process can load it by file path when the package is vendored.
+This module needs nothing from its package (standard library and psutil; the marker's
+name from the contract module, spelled out here when there is no package), so the
+watcher process can load it by file path when the package is vendored.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..contract import ENV_LAUNCH_ID
+try:
+    from ..contract import ENV_LAUNCH_ID
+except ImportError:  # loaded by file path, outside the package (the watcher): the same name
+    ENV_LAUNCH_ID = "GAME_BRIDGE_LAUNCH_ID"
 
 try:
     import psutil
