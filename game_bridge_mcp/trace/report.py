@@ -30,6 +30,10 @@ from .replay import DIVERGED, FAILED, NOT_RUN, SAME, SKIPPED, ReplayResult, Step
 
 MAX_IMAGE_BYTES = MAX_FILE_BYTES
 MAX_JSON_CHARS = 200_000
+#: An answer with more members than this is shown as plain JSON, not marked member by member.
+MAX_MARKED_MEMBERS = 5_000
+#: After this many characters of steps, later steps are shown without their answers.
+MAX_STEPS_CHARS = 48 * 1024 * 1024
 _STATUS_TEXT = {SAME: "same", DIVERGED: "DIVERGED", SKIPPED: "not replayed", NOT_RUN: "not run", FAILED: "FAILED"}
 
 CSS = """
@@ -150,10 +154,41 @@ def _shot_html(shot: tuple[str, bytes | None] | None, label: str) -> str:
     return f'<img class="shot" alt="{_e(label)} screenshot" src="{uri}">'
 
 
+def _members_within(value: Any, limit: int) -> bool:
+    """Whether ``value`` has at most ``limit`` members in all (stops counting past it)."""
+    stack, count = [value], 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            stack.extend(item)
+        if count > limit:
+            return False
+    return True
+
+
+def _plain(text: str) -> str:
+    """JSON text shown as it is, cut at MAX_JSON_CHARS with a word on how much is left out."""
+    if len(text) <= MAX_JSON_CHARS:
+        return _e(text)
+    return _e(text[:MAX_JSON_CHARS]) + f"… ({len(text) - MAX_JSON_CHARS:,} more characters left out)"
+
+
 def _side(title: str, value: Any, marked: set[str], rules: IgnoreRules | None) -> str:
-    text = json_html(value, marked, ignored=rules) if value is not None else "(nothing)"
-    if len(text) > MAX_JSON_CHARS:
-        text = _e(_dump(value)[:MAX_JSON_CHARS]) + "…"
+    """One answer, pretty-printed with its differences marked when it is small enough
+    (MAX_JSON_CHARS of JSON, MAX_MARKED_MEMBERS members); else its JSON as plain text,
+    cut: the cost of a side is bounded, whatever the answer."""
+    if value is None:
+        text = "(nothing)"
+    else:
+        dumped = _dump(value)
+        if len(dumped) <= MAX_JSON_CHARS and _members_within(value, MAX_MARKED_MEMBERS):
+            text = json_html(value, marked, ignored=rules)
+        else:
+            text = _plain(dumped)
     return f'<div class="side"><h4>{_e(title)}</h4><pre>{text}</pre></div>'
 
 
@@ -201,7 +236,7 @@ def _diff_table(step: StepOutcome) -> str:
 
 
 def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: Path | None,
-               rules: IgnoreRules) -> str:
+               rules: IgnoreRules, *, brief: bool = False) -> str:
     call = step.call
     status = step.status
     offset = ""
@@ -212,7 +247,7 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: 
     head = (f'<div class="head"><span class="n">#{call.step}</span><span class="t">{_e(offset)}</span>'
             f'<code>{_e(call.name or call.tool)}</code><span class="meta">{_e(call.tool)}, port {_e(port)}</span>'
             f'<span class="status">{_e(_STATUS_TEXT.get(status, status))}</span></div>')
-    parts = [head, f'<pre class="args">{_e(_dump(call.arguments))}</pre>']
+    parts = [head, f'<pre class="args">{_plain(_dump(call.arguments))}</pre>']
     parts += [f'<pre class="args">{_e(key)} {_e(_dump(value))}</pre>' for key, value in call.options.items()]
     marked_rec = {d.path for d in step.differences if d.kind != "added"}
     marked_rep = {d.path for d in step.differences if d.kind != "missing"}
@@ -221,6 +256,10 @@ def _step_html(step: StepOutcome, t0: float | None, trace_dir: Path, shots_dir: 
     if status == FAILED and step.error is not None:
         parts.append(f'<p class="error">{_e(step.error.get("error"))}: {_e(step.error.get("message"))}</p>')
     replayed = status in (SAME, DIVERGED, FAILED)
+    if brief:
+        parts.append('<p class="meta">answers left out: the report already holds '
+                     f'{MAX_STEPS_CHARS // (1024 * 1024)} MB of steps</p>')
+        return f'<li class="step {status}" id="step-{call.step}">' + "".join(parts) + "</li>"
     if replayed:
         sides = ('<div class="sides">'
                  + _side("recorded", _recorded_value(call), marked_rec, rules)
@@ -296,7 +335,12 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
                     f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
                     for s in result.steps)
-    steps = "\n".join(_step_html(s, t0, trace_dir, result.screenshots, result.rules) for s in result.steps)
+    rendered: list[str] = []
+    size = 0
+    for s in result.steps:
+        rendered.append(_step_html(s, t0, trace_dir, result.screenshots, result.rules, brief=size > MAX_STEPS_CHARS))
+        size += len(rendered[-1])
+    steps = "\n".join(rendered)
     failure = ""
     if result.failure is not None:
         failure = f'<p class="error">{_e(result.failure.render())}</p>'
