@@ -108,13 +108,14 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "get_screenshot", "See the game's screen",
         "A picture of the game's screen, drawn after you asked, as an image, with {port, frame, width, height, "
-        "format, bytes, changed, file}: changed is false when it is byte-identical to this port's previous "
-        "screenshot (nothing to look at again); file is a saved copy. At most 768x768 by default (about 800 "
+        "format, bytes, changed, file, window}: changed is false when it is byte-identical to this port's previous "
+        "screenshot (nothing to look at again: then no image is sent unless always is true); file is a saved copy. At most 768x768 by default (about 800 "
         "image tokens; width x height / 750); ask smaller to spend less, up to 1568. Needs a game that serves "
         "the screenshot feature; a ui.text in get_state {summary: true} is cheaper when the game has one.",
         _schema({"port": _PORT,
                  "maxWidth": {"type": "integer", "minimum": 1, "maximum": 1568, "description": "Widest image wanted, in pixels (default 768)."},
-                 "maxHeight": {"type": "integer", "minimum": 1, "maximum": 1568, "description": "Tallest image wanted, in pixels (default 768)."}}),
+                 "maxHeight": {"type": "integer", "minimum": 1, "maximum": 1568, "description": "Tallest image wanted, in pixels (default 768)."},
+                 "always": {"type": "boolean", "description": "Send the image even when it is byte-identical to the last one (default false)."}}),
         "get_screenshot", read_only=True),
     ToolDef(
         "advance", "Step a paused game's clock",

@@ -112,8 +112,9 @@ def play(tmp_path: Path, guard: ProcessGuard, declaration: Path,
 
 
 async def look(client: Any, port: int, side: int = 1568) -> Shot:
+    """A screenshot with its image (``always``: also when it is the same as the last)."""
     result = await client.call_tool("call_tool", {"port": port, "name": "get_screenshot",
-                                                   "arguments": {"maxWidth": side, "maxHeight": side}})
+                                                   "arguments": {"maxWidth": side, "maxHeight": side, "always": True}})
     assert not is_error(result), text(result)
     image = result.content[1]
     assert image.type == "image"

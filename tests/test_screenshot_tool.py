@@ -77,8 +77,12 @@ def test_changed_is_false_for_the_same_picture_and_reset_by_a_restart(shots: Pat
     port = game.port
     try:
         bridge = bridge_for(port, shots)
-        assert screenshot(bridge)["changed"] is True
-        assert screenshot(bridge)["changed"] is False
+        assert IMAGE_KEY in screenshot(bridge)
+        same = screenshot(bridge)
+        assert same["changed"] is False and IMAGE_KEY not in same  # nothing new to look at: no image
+        assert "no image was sent" in same["note"] and Path(same["file"]).is_file()
+        forced = screenshot(bridge, always=True)
+        assert forced["changed"] is False and IMAGE_KEY in forced
         bridge.run_tool("call_tool", {"name": "move", "arguments": {"dx": 2}})  # the red block moves
         assert screenshot(bridge)["changed"] is True
         assert screenshot(bridge)["changed"] is False
@@ -309,3 +313,11 @@ def test_pillow_scales_a_jpeg_as_a_jpeg(monkeypatch: pytest.MonkeyPatch) -> None
     assert scaled is not None
     data, info = scaled
     assert (info.format, info.width, info.height) == ("jpeg", 100, 75) and data.startswith(b"\xff\xd8\xff")
+
+
+def test_the_demos_screenshot_says_the_window(shots: Path) -> None:
+    from loop_helpers import demo_game
+
+    with demo_game() as (port, _game):
+        result = screenshot(bridge_for(port, shots))
+        assert result["window"] == {"width": 384, "height": 616} and result[IMAGE_KEY].data.startswith(b"\x89PNG")

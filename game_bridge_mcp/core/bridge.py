@@ -545,11 +545,12 @@ class Bridge:
         health = self._guarded(target, lambda: self.client(target).health())
         return {"port": target, **health}
 
-    def get_screenshot(self, *, port: Any = None, max_width: Any = None, max_height: Any = None) -> dict[str, Any]:
+    def get_screenshot(self, *, port: Any = None, max_width: Any = None, max_height: Any = None,
+                       always: bool | None = None) -> dict[str, Any]:
         """The game's screen: see core/screenshot.py (the image rides under IMAGE_KEY)."""
         target = self._port(port)
         return self._guarded(target, lambda: self.screenshots.take(self.client(target), max_width=max_width,
-                                                                   max_height=max_height))
+                                                                   max_height=max_height, always=always))
 
     def close(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
         target = self._port(port)

@@ -144,7 +144,11 @@ class Screenshots:
                 self._directory_found = True
             return self._directory
 
-    def take(self, client: GameClient, *, max_width: Any = None, max_height: Any = None) -> dict[str, Any]:
+    def take(self, client: GameClient, *, max_width: Any = None, max_height: Any = None,
+             always: bool | None = None) -> dict[str, Any]:
+        """The game's screen now: the answer's fields, and the image under IMAGE_KEY,
+        unless it is byte-identical to the last one (``changed: false``) and not
+        ``always``: then only the fields, which say so (nothing new to look at)."""
         width_limit, height_limit = check_side("maxWidth", max_width), check_side("maxHeight", max_height)
         port = client.port
         client.health()  # also notices a restart (a new generation) before comparing images
@@ -183,9 +187,13 @@ class Screenshots:
                                   "file": str(saved) if saved is not None else None}
         if shot.window is not None:
             result["window"] = {"width": shot.window[0], "height": shot.window[1]}
+        if not changed and not always:
+            notes.append("The picture is byte-identical to this port's previous screenshot (changed: false), so no "
+                         "image was sent: nothing new to look at. always: true sends it anyway; file has it.")
         if notes:
             result["note"] = " ".join(notes)
-        result[IMAGE_KEY] = ImagePayload(body, info.mime)
+        if changed or always:
+            result[IMAGE_KEY] = ImagePayload(body, info.mime)
         return result
 
     def forget(self, port: int) -> None:

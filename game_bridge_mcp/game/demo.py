@@ -43,7 +43,7 @@ from typing import Annotated, Any
 
 from .._version import __version__
 from ._args import Arg, Range
-from ._demo_picture import render_picture
+from ._demo_picture import HEIGHT as PICTURE_HEIGHT, WIDTH as PICTURE_WIDTH, render_picture
 from ._fruit import (BUTTONS, COLUMNS, DROP_KINDS, DROP_WEIGHTS, FALL_TICKS, GAME_NAME, HALF,
                      MERGE_TICKS, PIECES, POINTS, POP_POINTS, ROWS, SCREENSHOT_FRAMES, SYMBOLS,
                      FruitMerge, RuleError, rules)
@@ -87,12 +87,14 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0,
 
     bridge = GameBridge(GAME_NAME, __version__, state=state, on_close=game.teardown,
                         description=rules(), clock=True, register=register, environ=environ,
-                        screenshot=lambda: render_picture(game), toolsets={
+                        toolsets={
         "play": "Play a round the way a player does: drop fruit, hold one back, click buttons.",
         "flow": "Control the session: new rounds, seeds and screenshots.",
     }, passthrough={"description": "Also accepted: close (quit through the game's teardown) "
                                    "and noop (completes on the next frame).",
                     "examples": ["close", "noop"]})
+    # The picture is the window: X-Game-Window says its size, so get_screenshot's answer has it.
+    bridge.screenshot(lambda: render_picture(game), window=lambda: (PICTURE_WIDTH, PICTURE_HEIGHT))
     game.emit = bridge.event
     game.clock = bridge  # the kit's clock holds the pause
 
