@@ -10,9 +10,11 @@ Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bri
 * ``pythonpath/``: a directory per installed copy of the package, holding only a link to
   it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`).
 
-When a directory there cannot be made private to this user (a read-only home, another
-user's directory), a private one in the system's temporary directory is used instead
-(``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
+Every directory the bridge or the kit creates, the home and its parents included, is
+created 0700 whatever the umask (:func:`make_dirs`); one that exists is never chmodded.
+When a directory there is not private to this user (a read-only home, another user's
+directory, one others can write to), a private one in the system's temporary directory
+is used instead (``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
 here creates files except :func:`log_dir`, :func:`screenshot_dir` and
 :func:`package_path_dir` (which must prove a directory private before anything is written
 there); the directories' users create the rest.
@@ -100,24 +102,60 @@ def _user_tag() -> str:
     return str(os.getuid()) if hasattr(os, "getuid") else "user"
 
 
+def make_dirs(path: Path) -> list[Path]:
+    """Create ``path`` and whichever of its parents are missing, each exactly 0700
+    whatever the umask; the directories created here, outermost first. A directory that
+    already exists is left as it is: never chmodded (it may be a shared folder, or not
+    this user's). Raises OSError when one cannot be made."""
+    missing: list[Path] = []
+    probe = Path(os.path.abspath(path))
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    created: list[Path] = []
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:  # made meanwhile, by someone else: not ours to change
+            continue
+        created.append(directory)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            if stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:  # a umask that took the owner's bits
+                os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+    return created
+
+
 def _private_dir(path: Path) -> Path | None:
-    """Create ``path`` (0700) or accept it if it is a real directory owned by this user
-    with no access for others; None when it is not safe to write there."""
+    """``path``, created 0700 (with any missing parents, see :func:`make_dirs`), or
+    accepted as it is when it is a real directory owned by this user that nobody else
+    can write to; None when it is not safe to write there. Never chmods a directory it
+    did not create."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(path)
         info = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISDIR(info.st_mode):
         return None
-    if hasattr(os, "getuid"):
-        if info.st_uid != os.getuid():
-            return None
-        if info.st_mode & 0o077:
-            try:
-                os.chmod(path, 0o700)
-            except OSError:
-                return None
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return None
+    return path
+
+
+def _named_dir(path: Path) -> Path | None:
+    """A directory the user named for files of ours (``$GAME_BRIDGE_SCREENSHOTS``): created
+    0700 when missing, else used as it is (a shared team folder keeps its mode; files go in
+    new, 0600, never through a link) when it is a real directory this user can write to."""
+    try:
+        make_dirs(path)
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or not os.access(path, os.W_OK | os.X_OK):
+        return None
     return path
 
 
@@ -139,12 +177,13 @@ def log_dir(environ: Mapping[str, str] | None = None, override: str | Path | Non
 
 
 def screenshot_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path | None:
-    """Where ``get_screenshot`` keeps its copies: ``$GAME_BRIDGE_SCREENSHOTS``, else
-    ``<home>/screenshots``, private; None when no private directory can be had."""
+    """Where ``get_screenshot`` keeps its copies: ``$GAME_BRIDGE_SCREENSHOTS`` (as it is,
+    see :func:`_named_dir`), else ``<home>/screenshots``, private; None when no usable
+    directory can be had."""
     env = _env(environ)
     named = env.get(ENV_SCREENSHOTS, "")
     if named:
-        return _private_dir(_expand(named, env))
+        return _named_dir(_expand(named, env))
     return _private_under_home(SCREENSHOTS_DIRNAME, environ, override)
 
 
@@ -201,10 +240,12 @@ def prune_files(directory: Path, rule: KeepRule, *, match: Callable[[str], bool]
     copies, traces): among the regular files in ``directory`` whose name ``match`` accepts,
     newest first, delete those older than ``rule.max_age_s``, those past the newest
     ``rule.max_files`` and those past ``rule.max_bytes`` in total. Files in ``keep`` (in
-    use) are never deleted but count towards the totals. Never follows a link, never
-    descends, never raises; returns how many files it deleted."""
+    use) are never deleted but count towards the totals, and so are other users' files (a
+    shared folder). Never follows a link, never descends, never raises; returns how many
+    files it deleted."""
     now = time.time() if now is None else now
     kept = {str(path) for path in keep}
+    mine = os.getuid() if hasattr(os, "getuid") else None
     files: list[tuple[float, int, str]] = []
     try:
         with os.scandir(directory) as entries:
@@ -217,6 +258,8 @@ def prune_files(directory: Path, rule: KeepRule, *, match: Callable[[str], bool]
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                if mine is not None and info.st_uid != mine:
+                    kept.add(entry.path)
                 files.append((info.st_mtime, info.st_size, entry.path))
     except OSError:
         return 0
@@ -245,5 +288,5 @@ def fallback_locks_dir() -> Path:
 
 
 __all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
-           "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
+           "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "make_dirs", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
            "screenshot_dir"]

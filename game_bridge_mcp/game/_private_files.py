@@ -24,15 +24,18 @@ MAX_ALTERNATIVES = 1000
 class PrivateDir:
     """A directory of one's own, made or checked on first use.
 
-    ``path`` None: a fresh ``mkdtemp`` directory (``prefix``) in the temp dir. Otherwise
-    ``path`` is created 0700 when missing; an existing one must be a real directory (not
-    a symlink) owned by this user and not writable by group or others.
+    ``path`` None: a fresh ``mkdtemp`` directory (``prefix``) in the temp dir, removed
+    with the files written into it by :meth:`close`. Otherwise ``path`` is created 0700
+    when missing; an existing one must be a real directory (not a symlink) owned by this
+    user and not writable by group or others.
     """
 
     def __init__(self, path: Path | None = None, *, prefix: str = "game-files-") -> None:
         self._path = path
         self._prefix = prefix
         self._fd: int | None = None
+        self._temporary = False
+        self._written: list[str] = []
 
     @property
     def path(self) -> Path | None:
@@ -44,6 +47,7 @@ class PrivateDir:
             return self._fd
         if self._path is None:
             self._path = Path(tempfile.mkdtemp(prefix=self._prefix))
+            self._temporary = True
         else:
             try:
                 os.mkdir(self._path, 0o700)
@@ -83,12 +87,30 @@ class PrivateDir:
                 continue
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
+            if self._temporary:
+                self._written.append(name)
             assert self._path is not None
             return self._path / name
         raise FileExistsError(f"{self._path}: {stem}{suffix} and {MAX_ALTERNATIVES - 1} numbered "
                               "alternatives all exist")
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Let the directory go; a temporary one (made here) is removed, with the files
+        written into it (by name, relative to the open directory: never through a link)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if self._temporary and self._path is not None:
+                for name in self._written:
+                    try:
+                        os.unlink(name, dir_fd=fd)
+                    except OSError:
+                        pass
+                self._written.clear()
+                try:
+                    os.rmdir(self._path)
+                except OSError:  # something else is in it: left as it is
+                    pass
+        finally:
+            os.close(fd)

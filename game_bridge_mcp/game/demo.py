@@ -206,7 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{GAME_NAME} {__version__} (pid {os.getpid()}, seed {args.seed}) serving on "
           f"http://127.0.0.1:{port} at {args.hz:g} Hz" + (", paused" if bridge.paused else ""),
           flush=True)
-    bridge.run(game.update, hz=args.hz, render=game.frame_tick)
+    try:
+        bridge.run(game.update, hz=args.hz, render=game.frame_tick)
+    finally:
+        game.shot_files.close()  # a temporary screenshot directory goes with the game
     print(f"{GAME_NAME}: closed (frame {bridge.frame}, score {game.score})", flush=True)
     return 0
 

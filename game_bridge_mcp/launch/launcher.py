@@ -45,7 +45,7 @@ from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
-from ..paths import locks_dir, log_dir, package_path_dir
+from ..paths import locks_dir, log_dir, make_dirs, package_path_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
 from .monitor import Monitor
@@ -281,7 +281,7 @@ class Launcher:
     def _ensure_log_dir(self) -> Path:
         if self._log_dir is None:
             if self._log_dir_arg is not None:
-                self._log_dir_arg.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_dirs(self._log_dir_arg)
                 self._log_dir = self._log_dir_arg
             else:
                 self._log_dir = log_dir(self._environ, self.config.registry_dir)

@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Callable
 
-from ..paths import fallback_locks_dir
+from ..paths import fallback_locks_dir, make_dirs
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
 from .portlock import PortLock, UnusableLock, holder_pid
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 def usable_locks_dir(primary: Path) -> Path:
     """``primary`` (created 0700 if need be), or a private fallback when it cannot be made."""
     try:
-        primary.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(primary)
         return primary
     except OSError as exc:
         fallback = fallback_locks_dir()

@@ -21,6 +21,8 @@ import os
 import stat
 from pathlib import Path
 
+from ..paths import make_dirs
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no cross-process port locks
@@ -76,7 +78,7 @@ class PortLock:
         lock object in this one) holds it. Raises :class:`UnusableLock` when the lock
         path holds something else (never following, truncating or writing it), and
         OSError when the directory is unusable."""
-        locks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(locks_dir)
         path = locks_dir / f"port-{int(port)}.lock"
         if fcntl is None:  # pragma: no cover
             return cls(path, port, None)
