@@ -27,6 +27,12 @@ being passed through every signature; code that hands work to other threads pass
 Exception`` in a composite or a retry loop does not swallow it, while ``finally`` and
 ``except BaseException`` clean-up still runs.
 
+Progress: a long wait says how far it is. The adapter gives a call whose client asked for
+progress (a ``progressToken``) a callback; :func:`progress_scope` carries it in a context
+variable like the token, and the waits report through :func:`report_progress`, which
+sends at most one report every :data:`PROGRESS_INTERVAL_S` (none for a wait shorter than
+that) and does nothing when no one asked.
+
 Pure standard library; the clock and the sleep are injectable, so a caller can wake
 early (a launched game's exit) and tests need no real time.
 """
@@ -195,6 +201,73 @@ def on_cancel(callback: Callable[[], None]) -> Iterator[None]:
         token.remove_callback(handle)
 
 
+#: Seconds between progress reports of one call (and before its first).
+PROGRESS_INTERVAL_S = 0.3
+ProgressFn = Callable[[float, "float | None", str], None]
+
+
+class _Throttled:
+    """A progress callback sent at most once every ``interval_s``, the first after it."""
+
+    def __init__(self, callback: ProgressFn, interval_s: float, clock: Callable[[], float]) -> None:
+        self.callback = callback
+        self.interval_s = interval_s
+        self.clock = clock
+        self.next_s = clock() + interval_s
+        self.lock = threading.Lock()
+
+    def __call__(self, done: float, total: float | None, message: str) -> None:
+        now = self.clock()
+        with self.lock:
+            if now < self.next_s:
+                return
+            self.next_s = now + self.interval_s
+        self.callback(done, total, message)
+
+
+_progress: contextvars.ContextVar[_Throttled | None] = contextvars.ContextVar("game_bridge_progress", default=None)
+
+
+@contextlib.contextmanager
+def progress_scope(callback: ProgressFn | None, *, interval_s: float | None = None,
+                   clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+    """Run the block with ``callback`` receiving its waits' progress, at most once every
+    ``interval_s`` (default :data:`PROGRESS_INTERVAL_S`); None: no progress."""
+    every = PROGRESS_INTERVAL_S if interval_s is None else interval_s
+    reset = _progress.set(_Throttled(callback, every, clock) if callback is not None else None)
+    try:
+        yield
+    finally:
+        _progress.reset(reset)
+
+
+def current_progress() -> _Throttled | None:
+    """The current call's progress reporter (to hand to a thread of its own), if any."""
+    return _progress.get()
+
+
+@contextlib.contextmanager
+def progress_of(reporter: _Throttled | None) -> Iterator[None]:
+    """Run the block (in another thread) reporting to a call's reporter from :func:`current_progress`."""
+    reset = _progress.set(reporter)
+    try:
+        yield
+    finally:
+        _progress.reset(reset)
+
+
+def report_progress(done: float, total: float | None, message: str) -> None:
+    """Tell the client how far the current call's wait is (when it asked; throttled). A
+    broken callback never breaks the wait."""
+    reporter = _progress.get()
+    if reporter is None:
+        return
+    try:
+        reporter(done, total, message)
+    except Exception:  # noqa: BLE001 - progress is advice; the wait goes on
+        pass
+
+
 def poll_until(check: Callable[[], T | None], deadline: Deadline, *, first_s: float, max_s: Seconds,
                growth: float = 1.5, sleep: Callable[[float], None] | None = None) -> T | None:
     """Call ``check`` until it returns something other than None, and return that, or
@@ -218,5 +291,6 @@ def poll_until(check: Callable[[], T | None], deadline: Deadline, *, first_s: fl
         interval = min(interval * growth, cap)
 
 
-__all__ = ["CANCEL_LATENCY_S", "CancelToken", "Cancelled", "Deadline", "cancel_requested", "cancel_scope",
-           "check_cancelled", "current_token", "on_cancel", "poll_until", "sleep"]
+__all__ = ["CANCEL_LATENCY_S", "PROGRESS_INTERVAL_S", "CancelToken", "Cancelled", "Deadline", "cancel_requested",
+           "cancel_scope", "check_cancelled", "current_progress", "current_token", "on_cancel", "poll_until",
+           "progress_of", "progress_scope", "report_progress", "sleep"]

@@ -15,13 +15,16 @@ SDK_MAJOR = 2 if _SDK2 else 1
 
 
 @asynccontextmanager
-async def connect(app: BridgeServer, *, message_handler: Callable[..., Any] | None = None) -> AsyncIterator[Any]:
+async def connect(app: BridgeServer, *, message_handler: Callable[..., Any] | None = None,
+                  logging_callback: Callable[..., Any] | None = None) -> AsyncIterator[Any]:
     if _SDK2:
         from mcp import Client
 
         kwargs: dict[str, Any] = {"mode": "legacy"}
         if message_handler is not None:
             kwargs["message_handler"] = message_handler
+        if logging_callback is not None:
+            kwargs["logging_callback"] = logging_callback
         async with Client(app.server, **kwargs) as client:
             yield client
     else:
@@ -30,6 +33,8 @@ async def connect(app: BridgeServer, *, message_handler: Callable[..., Any] | No
         kwargs = {}
         if message_handler is not None:
             kwargs["message_handler"] = message_handler
+        if logging_callback is not None:
+            kwargs["logging_callback"] = logging_callback
         async with create_connected_server_and_client_session(app.server, **kwargs) as session:
             yield session
 

@@ -4,6 +4,7 @@ it is on stderr while stdout stays the protocol's."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -114,3 +115,38 @@ def test_no_hint_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "--no-scan", "--no-registry"],
                           stdin=subprocess.DEVNULL, capture_output=True, env=env, cwd=tmp_path, timeout=60)
     assert b"waiting for a client" not in proc.stderr and proc.stdout == b""
+
+
+def test_a_long_wait_shows_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
+    """``call`` draws a long wait's progress on a terminal's stderr, redrawn in place and
+    cleared before the answer; piped, stderr stays empty and stdout is the answer alone."""
+    wait = json.dumps({"name": "wait_for", "arguments": {"path": "game.score", "equals": 99, "timeoutMs": 1200}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GAME_BRIDGE_HOME": str(tmp_path / "home")}
+    with FakeGame() as game:
+        args = [sys.executable, "-m", "game_bridge_mcp", "call", "call_tool", wait, "--port", str(game.port)]
+        controller, terminal = pty.openpty()
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal,
+                                env=env, cwd=tmp_path)
+        os.close(terminal)
+        seen = b""
+        try:
+            while True:
+                ready, _, _ = select.select([controller], [], [], 30)
+                if not ready:
+                    break
+                try:
+                    chunk = os.read(controller, 4096)
+                except OSError:  # the terminal's other end closed: the command ended
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            os.close(controller)
+        piped = run(tmp_path, "call", "call_tool", wait, "--port", str(game.port))
+    drawn = seen.decode()
+    assert proc.returncode == 0 and json.loads(out)["matched"] is False
+    assert "\r\x1b[Kgame-bridge-mcp call call_tool (" in drawn and "waiting for game.score equals 99" in drawn
+    assert drawn.endswith("\r\x1b[K")  # cleared before the answer
+    assert piped.returncode == 0 and piped.stderr == "" and json.loads(piped.stdout)["matched"] is False

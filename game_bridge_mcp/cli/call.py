@@ -27,6 +27,7 @@ from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
+from .progress import Progress, TerminalProgress
 from ..manifest.sanitise import terminal
 
 CALL_USAGE = """\
@@ -229,7 +230,11 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
                     "reaps what it launched), or pass --keep to start it deliberately and end it later "
                     "with: game-bridge-mcp call close --port <port>.")
         apply_project_config(config, defer=tool != "launch_instance")
-        result = _run(config, tool, arguments, keep=keep)
+        shown = TerminalProgress(err, f"game-bridge-mcp call {tool}")  # a launch or a long wait, on a terminal
+        try:
+            result = _run(config, tool, arguments, keep=keep, progress=shown.callback)
+        finally:
+            shown.clear()
         _write_image(result, tool, out_path)
     except BridgeError as exc:
         err.write(exc.render() + "\n")
@@ -241,7 +246,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     return 0
 
 
-def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> dict[str, Any]:
+def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool,
+         progress: Progress | None = None) -> dict[str, Any]:
     from ..core.bridge import Bridge
 
     launcher = None
@@ -256,11 +262,12 @@ def _run(config: Any, tool: str, arguments: dict[str, Any], *, keep: bool) -> di
             from ..trace.recorder import Recorder
             recorder = Recorder(config.record, bridge, recorder="call")
             try:
-                result: dict[str, Any] = recorder.call(tool, arguments, lambda: bridge.run_tool(tool, arguments))
+                result: dict[str, Any] = recorder.call(tool, arguments,
+                                                       lambda: bridge.run_tool(tool, arguments, progress=progress))
                 return result
             finally:
                 recorder.writer.close()
-        return bridge.run_tool(tool, arguments)
+        return bridge.run_tool(tool, arguments, progress=progress)
     finally:
         if not keep:
             bridge.shutdown()

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError
+from .progress import TerminalProgress
 from ..manifest.sanitise import terminal
 
 DECLARATION = "gamebridge.json"
@@ -164,7 +165,11 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
     launch_args = {} if port is None else {"port": port}
     p.step(f"launch_instance {_args_text(launch_args)}")
     started = time.monotonic()
-    launched = bridge.run_tool("launch_instance", launch_args)
+    shown = TerminalProgress(out, "launching")  # on a terminal, the boot as it happens
+    try:
+        launched = bridge.run_tool("launch_instance", launch_args, progress=shown.callback)
+    finally:
+        shown.clear()
     port = int(launched["port"])
     p.say(f"{launched.get('name')} {launched.get('version')} is up on port {port} (pid {launched.get('pid')}) "
           f"after {launched.get('readyInMs')} ms; its output goes to {launched.get('logFile')}")

@@ -24,6 +24,7 @@ from .composites import Composite, CompositeContext, check_composites
 from ..config import Config, check_port
 from ..contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING
 from . import events, listing, ports
+from .. import polling
 from .events import answer_digest
 from .answer import command_answer
 from .digest import get_path
@@ -173,9 +174,11 @@ class Bridge:
         ``call`` CLI, replay and the pytest driver all come through it), and so the one
         boundary for game text: the answer, an error and every progress line leave
         through ``boundary.py``, which strips what must never reach the agent."""
+        cleaned = clean_progress(progress)
         try:
-            with large_documents_scope():  # a large /state is freed before the collector runs again
-                result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=clean_progress(progress)))
+            # A large /state is freed before the collector runs again; long waits report progress.
+            with large_documents_scope(), polling.progress_scope(cleaned):
+                result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=cleaned))
             return result
         except BaseException as exc:
             raise clean_error(exc)

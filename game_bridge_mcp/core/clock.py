@@ -123,6 +123,9 @@ class Advance:
             polling.check_cancelled()  # a cancelled call ends between frames, not after maxFrames
             state = self._step(1, state, generation)
             matched = watch.observe(state)
+            if not matched:
+                polling.report_progress(self.advanced, limit, f"advancing until {condition.describe()}: "
+                                                              f"{self.advanced} of at most {limit} frames")
         if not matched:
             self.notes.append(f"until {until_shape(condition)} did not hold within {limit} frames; "
                               "the game stays paused here. Advance again to go on.")

@@ -269,7 +269,12 @@ def wait_until(poll: Callable[[int | None], Mapping[str, Any]], watch: Watch, *,
             raise
         polls += 1
         last = state
-        return True if watch.observe(state) else None
+        if watch.observe(state):
+            return True
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        polling.report_progress(elapsed_ms, total_ms, f"waiting for {watch.condition.describe()}: "
+                                                      f"{elapsed_ms} of {total_ms} ms, {polls} looks")
+        return None
 
     # 1.5 ms, growing by half each time, to at most every other fetch's worth of time.
     polling.poll_until(look, deadline, first_s=0.0015, max_s=lambda: max(0.025, 2 * poll_cost_s()))

@@ -32,6 +32,7 @@ names (``probe_port``, ``Probe``, ``connect_sweep``, ...) stay importable from h
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from collections.abc import Mapping
@@ -75,10 +76,21 @@ def _probe_all(targets: list[_Target], run: Callable[[_Target], Probe]) -> list[
         return [run(targets[0])]
     workers = min(len(targets), MAX_PROBE_THREADS)
     token = polling.current_token()  # the call's: a cancelled list_instances ends its probes too
+    reporter = polling.current_progress()  # the call's too: a long sweep says how far it is
+    total = len(targets)
+    done = 0
+    lock = threading.Lock()
 
     def run_for_the_call(target: _Target) -> Probe:
-        with polling.cancel_scope(token):
-            return run(target)
+        nonlocal done
+        with polling.cancel_scope(token), polling.progress_of(reporter):
+            try:
+                return run(target)
+            finally:
+                with lock:
+                    done += 1
+                    count = done
+                polling.report_progress(count, total, f"probed {count} of {total} ports")
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gb-probe") as pool:
         return list(pool.map(run_for_the_call, targets))

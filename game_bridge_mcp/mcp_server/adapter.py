@@ -22,6 +22,7 @@ import inspect
 import json
 import logging
 import time
+import warnings
 from typing import Any, Callable
 
 # Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
@@ -45,10 +46,14 @@ from ..core.bridge import Bridge
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..errors import BridgeError
 from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, UNTIL, ToolDef
+from . import logs
 
 log = logging.getLogger("game_bridge_mcp")
 
 _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
+# 2.x warns on every use of logging/setLevel and log notifications: the 2026-07-28 protocol
+# drops them, while the handshake versions clients speak keep them (and this server serves those).
+warnings.filterwarnings("ignore", message="The logging capability is deprecated")
 #: Results larger than this carry text only (no duplicate structuredContent).
 STRUCTURED_LIMIT = 256 * 1024
 STRUCTURED_DEPTH = 64
@@ -210,13 +215,19 @@ class BridgeServer:
         if bridge.config.record is not None:  # --record FILE: a trace of every call (trace/)
             from ..trace.recorder import Recorder
             self.recorder = Recorder(bridge.config.record, bridge, recorder="serve")
+        #: The bridge's log lines go to this server's client too (logging/setLevel; logs.py).
+        self.logs = logs.forwarder()
         if _SDK2:
-            self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
-                                 on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2)
+            with warnings.catch_warnings():  # (see the filter above; a host may have reset the filters)
+                warnings.filterwarnings("ignore", message="The logging capability is deprecated")
+                self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
+                                     on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2,
+                                     on_set_logging_level=self._on_set_level_v2)
         else:
             self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS)
             self.server.list_tools()(self._list_tools_v1)
             self.server.call_tool(validate_input=False)(self._call_tool_v1)
+            self.server.set_logging_level()(self._set_level_v1)
         if self.eager:  # advertise tools.listChanged however the server is run (stdio or in-memory)
             original = self.server.create_initialization_options
             self.server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
@@ -334,7 +345,7 @@ class BridgeServer:
         if self.eager and name not in TOOL_NAMES:
             if name in BRIDGE_TOOL_NAMES:
                 call: dict[str, Any] = {"name": name, "arguments": arguments}
-                return "call_tool", call, lambda: self.bridge.run_tool("call_tool", call)
+                return "call_tool", call, lambda: self.bridge.run_tool("call_tool", call, progress=progress)
             target = self._eager_tools.get(name)
             if target is not None:
                 port, tool = target
@@ -342,7 +353,7 @@ class BridgeServer:
                 flat: dict[str, Any] = {"name": tool, "arguments": args, "port": port}
                 if name in self._eager_until and "until" in args:  # call_tool's, as in call_tool
                     flat["until"] = args.pop("until")
-                return "call_tool", flat, lambda: self.bridge.run_tool("call_tool", flat)
+                return "call_tool", flat, lambda: self.bridge.run_tool("call_tool", flat, progress=progress)
         return name, arguments, lambda: self.bridge.run_tool(name, arguments, progress=progress)
 
     async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
@@ -432,6 +443,15 @@ class BridgeServer:
         self._remember_session(ctx.session)
         return await self.call_tool(params.name, params.arguments, ctx.session, token)
 
+    async def _set_level_v1(self, level: Any) -> None:
+        self._remember_session(getattr(self.server.request_context, "session", None))
+        self.logs.set_level(str(level))
+
+    async def _on_set_level_v2(self, ctx: Any, params: Any) -> types.EmptyResult:
+        self._remember_session(ctx.session)
+        self.logs.set_level(str(params.level))
+        return types.EmptyResult()
+
     def _remember_session(self, session: Any) -> None:
         if session is not None:
             self._session = session
@@ -439,6 +459,15 @@ class BridgeServer:
                 self._token = anyio.lowlevel.current_token()
             except RuntimeError:
                 pass
+            self.logs.forward_to(self)
+
+    def send_log(self, level: str, logger: str, message: str) -> None:
+        """One log line to the client (from the forwarder's thread, never the loop's)."""
+        session, token = self._session, self._token
+        if session is None or token is None:
+            return
+        anyio.from_thread.run(functools.partial(session.send_log_message, level=level, data=message, logger=logger),
+                              token=token)
 
     async def run(self, read_stream: Any, write_stream: Any) -> None:
         self._token = anyio.lowlevel.current_token()
