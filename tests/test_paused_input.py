@@ -176,3 +176,21 @@ def test_the_pygame_wrapper_answers_paused_input_at_once(tmp_path: Path) -> None
             assert len(downs) == 1  # delivered once
         finally:
             bridge.shutdown()
+
+
+def test_the_pygame_wrappers_digest_shows_window_keys_pointer_and_rate(tmp_path: Path) -> None:
+    pytest.importorskip("pygame")
+    from test_pygame_wrapper import CLOCKED, game_env, wrapped
+
+    with wrapped(str(CLOCKED), env=game_env(tmp_path)) as game:
+        bridge = bridge_for(game.port)
+        try:
+            bridge.run_tool("call_tool", {"name": "key", "arguments": {"key": "left", "action": "down"}})
+            moved = bridge.run_tool("call_tool", {"name": "mouse", "arguments": {"x": 10, "y": 20, "action": "move"}})
+            assert moved["screen"] == "Clocked Box"  # the window's caption
+            digest = moved["game"]
+            assert digest["window"] == "160x120" and digest["keysDown"] == "left" and digest["pointer"] == "10,20"
+            assert isinstance(digest["fps"], int) and digest["fps"] > 0
+            assert digest["frames"] >= 1  # the game's own state hook is still there
+        finally:
+            bridge.shutdown()

@@ -277,23 +277,34 @@ class Wrapper:
     # ------------------------------------------------------------------ state and pictures
     def state(self) -> dict[str, Any]:
         """``/state`` (HTTP thread, under the bridge's lock): what the last flip cached,
-        the injected devices, and the game's own hook if it set one."""
+        the injected devices, and the game's own hook if it set one. ``pygame`` has it
+        all; the digest, which keeps scalars, gets the caption as ``ui.screen`` and the
+        window, held keys and buttons, pointer and frame rate as ``game`` scalars (the
+        hook's own ``ui`` and ``game`` fields win)."""
         now = time.monotonic()
         recent = [t for t in self._flips if now - t <= 1.0]
         window = self._window
+        keys = sorted(self.devices.names.get(k, str(k)) for k in list(self.devices.keys_down))
+        buttons = sorted(self.devices.buttons_down)
+        pointer = self.devices.pointer
         doc: dict[str, Any] = {"pygame": {
             "target": self.target, "caption": self._caption, "flips": self.frames,
             "window": {"width": window[0], "height": window[1]} if window else None,
-            "fps": len(recent), "keysDown": sorted(self.devices.names.get(k, str(k)) for k in list(self.devices.keys_down)),
-            "buttonsDown": sorted(self.devices.buttons_down),
-            "pointer": list(self.devices.pointer) if self.devices.pointer is not None else None}}
+            "fps": len(recent), "keysDown": keys, "buttonsDown": buttons,
+            "pointer": list(pointer) if pointer is not None else None}}
+        doc["ui"] = {"screen": self._caption or self.target}
+        doc["game"] = {"window": f"{window[0]}x{window[1]}" if window else None, "fps": len(recent),
+                       "keysDown": ",".join(keys), "buttonsDown": ",".join(map(str, buttons)),
+                       "pointer": f"{pointer[0]},{pointer[1]}" if pointer is not None else None}
         hook = _state_hook
         if hook is not None:
             extra = hook()
             if not isinstance(extra, Mapping):
                 raise TypeError(f"the game's state hook returned a {type(extra).__name__}, not a dict")
             for key, value in extra.items():
-                if key != "pygame":
+                if key in ("ui", "game") and isinstance(value, Mapping):
+                    doc[key] = {**doc[key], **value}
+                elif key != "pygame":
                     doc[key] = value
         return doc
 
