@@ -24,6 +24,13 @@ DEFAULT_PORT = 7777
 DEFAULT_SCAN_RANGE = "7777,7800-7810"
 DEFAULT_TIMEOUT_MS = 5000
 MAX_PORTS_IN_SPEC = 4096
+#: ``--http``: the address served when only a port is given.
+DEFAULT_HTTP_HOST = "127.0.0.1"
+#: ``--session-idle``: minutes an HTTP session may go without a request before it ends.
+DEFAULT_SESSION_IDLE_MIN = 30.0
+#: ``--max-sessions``: HTTP sessions open at once.
+DEFAULT_MAX_SESSIONS = 16
+MAX_SESSIONS_LIMIT = 1024
 
 
 def parse_port_spec(spec: str) -> tuple[int, ...]:
@@ -67,6 +74,27 @@ def port_number(value: Any, *, text: bool = True, floats: bool = True) -> int | 
     return number if number is not None and 1 <= number <= 65535 else None
 
 
+def parse_http_address(text: str, *, what: str = "--http") -> tuple[str, int]:
+    """``[HOST:]PORT`` -> (host, port); an IPv6 host in brackets (``[::1]:8765``). Port 0
+    lets the system choose a free one (the server says which on stderr)."""
+    value = str(text).strip()
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "", value
+    host = host.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise BridgeUsageError(f"{what} {text!r}: write an IPv6 address in brackets, e.g. [::1]:8765.")
+    port_text = port_text.strip()
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise BridgeUsageError(f"{what} {text!r} is not [HOST:]PORT: the port must be 0-65535 (0: any free port), "
+                               "e.g. 8765 or 127.0.0.1:8765.")
+    if any(c.isspace() or c in "/?#@" for c in host):
+        raise BridgeUsageError(f"{what} {text!r}: {host!r} is not a host name or address.")
+    return host or DEFAULT_HTTP_HOST, int(port_text)
+
+
 def check_port(value: Any, *, what: str = "port") -> int:
     """A port number from a tool argument or option (see :func:`port_number`), or a
     BridgeUsageError saying what is wrong with it."""
@@ -92,6 +120,14 @@ class Config:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     #: Where to record a trace of every tool call (``--record``, ``GAME_BRIDGE_RECORD``).
     record: Path | None = None
+    #: ``--http [HOST:]PORT`` (``GAME_BRIDGE_HTTP``): serve MCP over streamable HTTP there, not stdio.
+    http: tuple[str, int] | None = None
+    #: ``--session-idle`` in seconds: an HTTP session without a request this long ends.
+    session_idle_s: float = DEFAULT_SESSION_IDLE_MIN * 60
+    #: ``--max-sessions``: HTTP sessions open at once; one more is answered 503.
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    #: ``--allow-host``: more names a client may reach the HTTP server by (``Host``, ``Origin``).
+    allow_hosts: tuple[str, ...] = ()
     #: The project's launch declaration (a ``launch.declaration.LaunchDeclaration``), set by
     #: ``apply_project_config``; typed loosely so this leaf needs nothing above it.
     declaration: object | None = None
@@ -158,7 +194,7 @@ def build_parser(prog: str = "game-bridge-mcp", *, usage: str | None = None) -> 
     """The server's options. The ``call`` subcommand takes the same ones. ``usage``
     replaces argparse's generated usage line (the CLI's one usage block)."""
     p = OptionParser(prog=prog, usage=usage, add_help=False, description=(
-        "An MCP server (stdio) that lets an agent launch, drive and read games that serve "
+        "An MCP server (stdio, or streamable HTTP with --http) that lets an agent launch, drive and read games that serve "
         "the game-bridge HTTP contract on localhost."))
     p.add_argument("-p", "--port", help="Default port for tools that do not name one (default 7777; env GAME_BRIDGE_PORT)")
     p.add_argument("--scan-range", metavar="SPEC", help=f"Ports list_instances sweeps (default {DEFAULT_SCAN_RANGE}; env GAME_BRIDGE_SCAN_RANGE or GAME_BRIDGE_SCAN)")
@@ -171,6 +207,10 @@ def build_parser(prog: str = "game-bridge-mcp", *, usage: str | None = None) -> 
     p.add_argument("--eager", action="store_true", help="Advertise every game tool flatly, for clients that cannot discover")
     p.add_argument("--timeout", metavar="MS", help=f"HTTP and command timeout in ms (default {DEFAULT_TIMEOUT_MS})")
     p.add_argument("--record", metavar="FILE", help="Append a trace of every tool call to FILE (JSON Lines), for game-bridge-mcp replay (env GAME_BRIDGE_RECORD)")
+    p.add_argument("--http", metavar="[HOST:]PORT", help=f"Serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default {DEFAULT_HTTP_HOST}; a bearer token is required, see GAME_BRIDGE_TOKEN; env GAME_BRIDGE_HTTP)")
+    p.add_argument("--session-idle", metavar="MIN", help=f"With --http: minutes an MCP session may go without a request before it ends and its launched games are stopped (default {DEFAULT_SESSION_IDLE_MIN:g}; env GAME_BRIDGE_SESSION_IDLE)")
+    p.add_argument("--max-sessions", metavar="N", help=f"With --http: MCP sessions open at once; one more is answered 503 (default {DEFAULT_MAX_SESSIONS}; env GAME_BRIDGE_MAX_SESSIONS)")
+    p.add_argument("--allow-host", metavar="NAMES", help="With --http: more host names clients reach this machine by (comma-separated; e.g. host.docker.internal), accepted in Host and Origin besides the bound address (env GAME_BRIDGE_ALLOW_HOSTS)")
     p.add_argument("-h", "--help", action="store_true", help="Show this help and exit")
     p.add_argument("-v", "--version", action="store_true", help="Show the version and exit")
     return p
@@ -191,6 +231,18 @@ def _env(environ: Mapping[str, str], *names: str) -> str | None:
         if value is not None and value.strip():
             return value.strip()
     return None
+
+
+def _session_idle_s(text: str) -> float:
+    """``--session-idle`` minutes (a fraction allowed, up to a week) in seconds."""
+    try:
+        minutes = float(str(text).strip())
+    except ValueError:
+        minutes = float("nan")
+    if not 0 < minutes <= 7 * 24 * 60:  # also false for NaN
+        raise BridgeUsageError(f"--session-idle must be a number of minutes above 0 and at most 10080 (a week), "
+                               f"not {text!r}.")
+    return minutes * 60
 
 
 def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
@@ -222,6 +274,26 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     record = ns.record or _env(env, "GAME_BRIDGE_RECORD")
     if record:
         cfg.record = Path(record).expanduser()
+    http = ns.http or _env(env, "GAME_BRIDGE_HTTP")
+    if http:
+        cfg.http = parse_http_address(http, what="--http" if ns.http else "GAME_BRIDGE_HTTP")
+    idle = ns.session_idle or _env(env, "GAME_BRIDGE_SESSION_IDLE")
+    if idle is not None:
+        cfg.session_idle_s = _session_idle_s(idle)
+    sessions = ns.max_sessions or _env(env, "GAME_BRIDGE_MAX_SESSIONS")
+    if sessions is not None:
+        text = str(sessions).strip()
+        if not text.isdigit() or not 1 <= int(text) <= MAX_SESSIONS_LIMIT:
+            raise BridgeUsageError(f"--max-sessions must be a whole number between 1 and {MAX_SESSIONS_LIMIT}, not {sessions!r}.")
+        cfg.max_sessions = int(text)
+    allow = ns.allow_host or _env(env, "GAME_BRIDGE_ALLOW_HOSTS")
+    if allow:
+        names = tuple(n.strip() for n in allow.split(",") if n.strip())
+        bad = [n for n in names if any(c.isspace() or c in "/?#@[]" for c in n) or n.count(":") == 1]
+        if bad:
+            raise BridgeUsageError(f"--allow-host takes host names or addresses without a port, comma-separated; "
+                                   f"not {bad[0]!r}.")
+        cfg.allow_hosts = names
     if ns.timeout is not None:
         try:
             cfg.timeout_ms = int(ns.timeout)
@@ -233,5 +305,5 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
 
 
 __all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port", "port_number",
-           "build_parser", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
+           "build_parser", "parse_http_address", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
            "DEFAULT_TIMEOUT_MS", "__version__"]

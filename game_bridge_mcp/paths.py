@@ -9,13 +9,14 @@ Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bri
 * ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them);
 * ``pythonpath/``: a directory per installed copy of the package, holding only a link to
   it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`).
+* ``http/token``: the bearer token an HTTP server (``--http``) generated (private, 0600).
 
 Every directory the bridge or the kit creates, the home and its parents included, is
 created 0700 whatever the umask (:func:`make_dirs`); one that exists is never chmodded.
 When a directory there is not private to this user (a read-only home, another user's
 directory, one others can write to), a private one in the system's temporary directory
 is used instead (``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
-here creates files except :func:`log_dir`, :func:`screenshot_dir` and
+here creates files except :func:`log_dir`, :func:`screenshot_dir`, :func:`http_dir` and
 :func:`package_path_dir` (which must prove a directory private before anything is written
 there); the directories' users create the rest.
 
@@ -52,6 +53,9 @@ SCREENSHOTS_DIRNAME = "screenshots"
 PYTHONPATH_DIRNAME = "pythonpath"
 #: The directory holding this package (the link in ``pythonpath/`` points at it).
 PACKAGE_DIR = Path(__file__).resolve().parent
+HTTP_DIRNAME = "http"
+#: The generated HTTP bearer token's file, in :func:`http_dir`.
+TOKEN_FILENAME = "token"
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -214,6 +218,12 @@ def package_path_dir(environ: Mapping[str, str] | None = None, override: str | P
     except OSError:
         return None
     return directory
+
+
+def http_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path | None:
+    """Where an HTTP server keeps the token it generated: ``<home>/http``, private (see
+    the module docstring); None when no private directory can be had."""
+    return _private_under_home(HTTP_DIRNAME, environ, override)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ..config import parse_cli
 from ..launch.declaration import apply_project_config
-from ..errors import BridgeError, BridgeUsageError, exit_codes_text
+from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..tools import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
 from .progress import Progress, TerminalProgress
@@ -32,6 +32,7 @@ from ..manifest.sanitise import terminal
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
+       game-bridge-mcp call --url http://HOST:PORT/mcp [--token T] TOOL [JSON] [--out FILE]
        game-bridge-mcp call --list [--verbose]
        game-bridge-mcp call TOOL --help [--port N]
 
@@ -43,6 +44,9 @@ TOOL --help describes one tool and its arguments (a game's tool: read from the g
 --keep lets launch_instance leave the game running after the command returns.
 --record FILE (or GAME_BRIDGE_RECORD) appends the call to a trace for game-bridge-mcp replay.
 --out FILE writes the image a tool returns (get_screenshot) to FILE.
+--url URL runs TOOL on a bridge served with --http (possibly on another machine) in a
+session of its own, which ends when the command returns (what it launched is stopped);
+--token T (or GAME_BRIDGE_TOKEN; else the token a local server wrote) is sent with it.
 """
 
 
@@ -83,6 +87,71 @@ def _write_image(result: dict[str, Any], tool: str, path: Path | None) -> None:
         raise BridgeUsageError(f"--out could not write {path}: {exc.strerror or exc}. The screenshot itself "
                                f"was taken; its copy is {result.get('file')}.") from None
     result["out"] = str(path)
+
+
+def _remote_options(argv: Sequence[str]) -> tuple[list[str], str | None, str | None]:
+    """``--url URL`` and ``--token T`` (or ``--url=``/``--token=``) taken out of ``argv``."""
+    rest: list[str] = []
+    found: dict[str, str] = {}
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        name = word.split("=", 1)[0]
+        if name in ("--url", "--token"):
+            value = word.split("=", 1)[1] if "=" in word else (args[i + 1] if i + 1 < len(args) else "")
+            if not value.strip():
+                raise BridgeUsageError(f"{name} needs a value, e.g. --url http://127.0.0.1:8765/mcp --token T")
+            found[name] = value.strip()
+            i += 1 if "=" in word else 2
+            continue
+        rest.append(word)
+        i += 1
+    if "--token" in found and "--url" not in found:
+        raise BridgeUsageError("--token goes with --url (the token of a bridge served with --http).")
+    return rest, found.get("--url"), found.get("--token")
+
+
+def _run_remote(url: str, token: str | None, tool: str, arguments: dict[str, Any],
+                environ: Mapping[str, str]) -> dict[str, Any]:
+    """One call on a bridge served over HTTP; its error becomes the error type it names."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise BridgeUsageError(f"--url {url!r} is not an http(s) URL; a bridge served with --http is at "
+                               "http://HOST:PORT/mcp.")
+    if token is None:
+        token = (environ.get("GAME_BRIDGE_TOKEN") or "").strip() or None
+    if token is None and parsed.hostname in ("127.0.0.1", "localhost", "::1"):
+        from ..mcp_server.httpgate import read_token_file
+        token = read_token_file(environ, None)
+    from ..mcp_server.remote import call_remote
+
+    if tool not in TOOL_NAMES:
+        tool, arguments = "call_tool", {"name": tool, "arguments": arguments}
+    failed, value, images = call_remote(url, token, tool, arguments)
+    if failed:
+        raise RemoteError(str(value))
+    result: dict[str, Any] = dict(value) if isinstance(value, dict) else {"result": value}
+    if images:
+        mime, data = images[0]
+        result[IMAGE_KEY] = ImagePayload(data=data, mime=mime)
+    return result
+
+
+class RemoteError(BridgeError):
+    """An error a remote bridge answered with: its text as it was, its exit code by the
+    type it names."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+        name = text.split(":", 1)[0].strip()
+        self.exit_code = next((e.exit_code for e in ERROR_TYPES if e.__name__ == name), 1)
+
+    def render(self) -> str:
+        return self.text
 
 
 def _split(argv: Sequence[str]) -> tuple[list[str], list[str], bool, bool]:
@@ -190,6 +259,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     err = terminal(stderr or sys.stderr)
     try:
         argv, out_path = _out_file(argv)
+        argv, url, token = _remote_options(argv)
     except BridgeError as exc:
         err.write(exc.render() + "\n")
         return exc.exit_code
@@ -220,6 +290,11 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
                                        f"{positional[1][:200]!r}. Quote them for your shell, e.g. '{{\"x\": 1}}'.") from None
             if not isinstance(arguments, dict):
                 raise BridgeUsageError("The arguments must be a JSON object, e.g. '{\"x\": 1}'.")
+        if url is not None:
+            result = _run_remote(url, token, tool, arguments, os.environ if environ is None else environ)
+            _write_image(result, tool, out_path)
+            out.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+            return 0
         parsed = parse_cli(options, environ, prog="game-bridge-mcp call")
         config = parsed.config
         if tool == "launch_instance":

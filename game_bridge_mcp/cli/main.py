@@ -23,8 +23,10 @@ log = logging.getLogger("game_bridge_mcp")
 SUBCOMMANDS = ("call", "check", "demo", "replay", "pygame", "browser")
 USAGE = """\
 game-bridge-mcp [options]                 serve MCP over stdio (the default)
+       game-bridge-mcp --http [HOST:]PORT [options]  serve MCP over streamable HTTP at /mcp
        game-bridge-mcp call TOOL [JSON] [options] run one tool and print its result
        game-bridge-mcp call --list                list the tools call can run
+       game-bridge-mcp call --url URL [--token T] TOOL [JSON]  run one tool on a remote bridge
        game-bridge-mcp check (--port N | --launch)  check a game against the contract
        game-bridge-mcp demo [--init]              launch and play the bundled demo game
        game-bridge-mcp replay FILE (--port N | --launch)  replay a recorded session and compare
@@ -49,13 +51,16 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         sys.stdout.write(f"game-bridge-mcp {__version__}\n")
         return 0
     _load_project(parsed.config, sys.stderr)
-    if sys.stdin.isatty():
+    if sys.stdin.isatty() and parsed.config.http is None:
         sys.stderr.write(TERMINAL_HINT)
     warn_once(sys.stderr)  # what cannot be guaranteed here (psutil missing), once
     try:
+        if parsed.config.http is not None:
+            from ..mcp_server.http import start_http_server
+            return start_http_server(parsed.config)
         from ..mcp_server.stdio import start_stdio_server
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic"):
+        if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic", "starlette", "uvicorn"):
             raise BridgeUsageError(
                 f"Serving MCP needs the MCP SDK, which is not installed here ({exc}). Install it with "
                 "pip install 'mcp>=1.23,<3'. The call, check, demo and pygame commands work without it.") from None
@@ -78,6 +83,13 @@ environment:
   GAME_BRIDGE_RECORD        append every tool call to this trace file (as --record)
   GAME_BRIDGE_SCREENSHOTS   where get_screenshot keeps its copies
   GAME_BRIDGE_SDK_DISPATCH  1: every call through the SDK's dispatch (no fast path)
+  GAME_BRIDGE_HTTP          serve over streamable HTTP at [HOST:]PORT (as --http)
+  GAME_BRIDGE_TOKEN         with --http: the bearer token clients must send (at least 16
+                            characters; required beyond loopback; generated otherwise);
+                            for call --url: the token to send (as --token)
+  GAME_BRIDGE_SESSION_IDLE  with --http: idle minutes before a session ends (as --session-idle)
+  GAME_BRIDGE_MAX_SESSIONS  with --http: sessions open at once (as --max-sessions)
+  GAME_BRIDGE_ALLOW_HOSTS   with --http: more host names clients may use (as --allow-host)
 
 exit codes: """ + exit_codes_text() + "\n"
 

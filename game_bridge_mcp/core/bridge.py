@@ -29,6 +29,7 @@ from .events import answer_digest
 from .answer import command_answer
 from .digest import get_path
 from .outcome import command_outcome
+from .owners import SessionLaunches, session_flags
 from .pending import CLOCK_COMMANDS, PendingCommands, pending_note
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -240,6 +241,7 @@ class Bridge:
     def stop_instance(self, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
         target = self._port(port)
         launcher = self._launcher
+        self._refuse_other_sessions(target, "stop_instance will not signal it")
         if launcher is None or not launcher.is_launched(target):
             raise BridgeUsageError(
                 f"Port {target} was not launched by this bridge, so stop_instance will not signal it. "
@@ -252,6 +254,7 @@ class Bridge:
     def instance_log(self, *, port: Any = None, lines: Any = None, since: Any = None) -> dict[str, Any]:
         target = self._port(port)
         launcher = self._launcher
+        self._refuse_other_sessions(target, "its captured output is not shown here")
         if launcher is None or not launcher.is_launched(target):
             raise BridgeUsageError(
                 f"Port {target} was not launched by this bridge, so it has no captured output. "
@@ -264,16 +267,32 @@ class Bridge:
                        scan: bool | None = None, prune: bool | None = False) -> dict[str, Any]:
         from ..discovery.report import discover
 
-        return discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
-                        use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self,
-                        also_scan=ports.declared_scan_ports(self.config))
+        report = discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
+                          use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self,
+                          also_scan=ports.declared_scan_ports(self.config))
+        if isinstance(self._launcher, SessionLaunches):  # one of several MCP sessions (--http)
+            session_flags(report.get("live"), self._launcher)
+        return report
 
     def _launched_details(self) -> dict[int, dict[str, Any]]:
-        """Ports this bridge launched, with what the launcher knows (pid, cwd, started)."""
+        """Ports this bridge launched (every session's, when sessions share it), with what
+        the launcher knows (pid, cwd, started)."""
         launcher = self._launcher
         if launcher is None:
             return {}
-        return {port: launcher.info(port) or {} for port in launcher.launched_ports()}
+        launched = (launcher.all_launched_ports() if isinstance(launcher, SessionLaunches)
+                    else launcher.launched_ports())
+        return {port: launcher.info(port) or {} for port in launched}
+
+    def _refuse_other_sessions(self, port: int, consequence: str) -> None:
+        """An instance another MCP session launched is that session's alone (--http)."""
+        launcher = self._launcher
+        if isinstance(launcher, SessionLaunches) and launcher.launched_elsewhere(port):
+            raise BridgeUsageError(
+                f"Port {port} was launched by another MCP session of this bridge, not by this one, so "
+                f"{consequence}. Only the session that launched it can stop it (its instances stop when that "
+                "session ends); launch an instance of your own with launch_instance.",
+                port=port, launchedBy="another session")
 
     # ------------------------------------------------------------------ toolsets
     def list_toolsets(self, *, port: Any = None) -> dict[str, Any]:

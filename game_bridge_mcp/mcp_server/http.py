@@ -1,0 +1,174 @@
+"""Serving the bridge over the MCP streamable HTTP transport (``--http [HOST:]PORT``).
+
+The address is bound before anything else (a port in use is a clear error, port 0 gets
+one from the system), then the token is settled and the URL is said on stderr. Requests
+go through the gate (``httpgate.py``: Host, Origin, token, body) to the sessions
+(``sessions.py``: one Bridge each, sharing one Launcher). uvicorn, which comes with the
+SDK, speaks HTTP; its own signal handling is switched off, so shutdown has one path, as
+over stdio: SIGINT, SIGTERM and SIGHUP stop every launched instance of every session and
+end the process with 128 + the signal number; a SIGKILL is covered by the launcher's
+watcher process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ..config import Config, configure_logging
+from ..core.bridge import Bridge
+from ..core.composites import Composite
+from ..core.owners import SharedLauncher
+from ..errors import BridgeUsageError
+from ..launch.guarantees import warn_once
+from ..launch.parent import restore_sigchld
+from .adapter import BridgeServer
+from .httpgate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
+from .sessions import SessionManager
+
+log = logging.getLogger("game_bridge_mcp")
+
+#: Connections and requests uvicorn admits at once before it answers 503 itself (a
+#: backstop behind the gate's own caps).
+CONNECTION_LIMIT = 2048
+#: Seconds an idle kept-alive connection stays open.
+KEEP_ALIVE_S = 15
+
+
+class _EndedStreamNoise(logging.Filter):
+    """1.x logs an error with a traceback for the notification stream it closes itself
+    when a session is deleted; that is the session ending, not a failure."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (record.getMessage().startswith("Error in standalone SSE writer")
+                    and isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError)))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise BridgeUsageError(f"--http {host}:{port}: {host!r} is not an address of this machine ({exc.strerror}).") from None
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise BridgeUsageError(f"--http could not listen on {host}:{port}: {exc.strerror or exc}. "
+                               "Choose another port (0 lets the system pick a free one).") from None
+    sock.set_inheritable(False)
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
+
+
+def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -> int:
+    """Serve over streamable HTTP until SIGINT/SIGTERM/SIGHUP, then stop every launched
+    instance and end the process (exit code 128 + the signal number)."""
+    import uvicorn
+
+    configure_logging(config.environ)
+    logging.getLogger("mcp.server.streamable_http").addFilter(_EndedStreamNoise())
+    restore_sigchld()
+    warn_once(sys.stderr)
+    assert config.http is not None
+    host, port = config.http
+    loopback = is_loopback(host)
+    token, token_file = server_token(config.environ, config.registry_dir, loopback=loopback)
+    sock = _bind(host, port)
+    bound = int(sock.getsockname()[1])
+    from ..launch.launcher import Launcher
+
+    shared = SharedLauncher(lambda: Launcher(config))
+
+    def make_app(session: str) -> BridgeServer:
+        return BridgeServer(Bridge(config, launcher=shared.view(session), composites=composites))
+
+    manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s)
+    gate = Gate(manager, token=token, hosts=allowed_hosts(host, bound, config.allow_hosts))
+    server = _QuietServer(uvicorn.Config(
+        gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
+        server_header=False, limit_concurrency=CONNECTION_LIMIT, timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=2))
+
+    err = sys.stderr
+    if token_file is not None:
+        err.write(f"game-bridge-mcp: bearer token for this server (also in {token_file}, mode 0600): {token}\n")
+    elif token_file is None and not config.environ.get("GAME_BRIDGE_TOKEN", "").strip():
+        err.write(f"game-bridge-mcp: bearer token for this server (not saved: no private directory): {token}\n")
+    if not loopback:
+        err.write(f"game-bridge-mcp: warning: listening on {host}, beyond this machine. HTTP is not encrypted: "
+                  "the token and every answer cross the network in clear unless a TLS proxy is in front "
+                  "(see the README, 'Serving over HTTP').\n")
+    err.write(f"game-bridge-mcp: serving MCP over streamable HTTP at {_url(host, bound)} "
+              f"(sessions: at most {config.max_sessions}, ended after {config.session_idle_s / 60:g} min idle)\n")
+    err.flush()
+    finished = threading.Lock()
+
+    def finish(code: int) -> int:
+        """The one shutdown path: stop every session's instances, flush, exit."""
+        with finished:
+            try:
+                shared.shutdown()
+            except Exception:
+                log.exception("shutdown failed")
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        return code  # pragma: no cover - os._exit does not return
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("signal %s: shutting down", signum)
+                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            if threading.current_thread() is threading.main_thread():
+                tasks.start_soon(watch_signals)
+            await tasks.start(manager.run)
+            await server.serve(sockets=[sock])
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
+        log.exception("server stopped by an error")
+        return finish(1)
+    return finish(0)
+
+
+class _QuietServer:
+    """uvicorn's Server without its signal handling (ours is the one shutdown path)."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+            def install_signal_handlers(self) -> None:  # older uvicorn
+                return None
+
+        return Server(config)

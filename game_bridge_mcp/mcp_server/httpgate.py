@@ -1,0 +1,284 @@
+"""The door of the HTTP server: who may call, from where, and how much.
+
+Every request passes :class:`Gate` before the MCP transport sees it: its ``Host`` must
+name the address the server is bound to and an ``Origin``, when there is one, must be
+that same address (a web page that rebinds a name to this machine is refused); it must
+carry the bearer token (compared in constant time; a missing or wrong one is a bare 401);
+it must be for ``/mcp``; and a POST's body is read whole, within a size cap and a
+deadline (a slow or endless sender cannot hold a request open), before the transport
+reads it again from memory. Requests in flight are capped too: past the cap the answer
+is 503 with ``Retry-After``, never an unbounded queue.
+
+The token itself (``GAME_BRIDGE_TOKEN``, or one generated and written 0600 under
+``GAME_BRIDGE_HOME``) is :func:`server_token`'s. Plain ASGI: nothing here imports the SDK.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..errors import BridgeUsageError
+from ..paths import TOKEN_FILENAME, http_dir
+
+log = logging.getLogger("game_bridge_mcp")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+TOKEN_ENV = "GAME_BRIDGE_TOKEN"
+#: The shortest token accepted from the environment.
+MIN_TOKEN_CHARS = 16
+MCP_PATH = "/mcp"
+#: Largest request body (a JSON-RPC message; tool arguments are small).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: How long a client may take to send a request body.
+BODY_DEADLINE_S = 10.0
+#: HTTP requests in flight at once (open notification streams not counted); past it, 503.
+MAX_REQUESTS_IN_FLIGHT = 256
+#: Scope key under which the buffered body travels to the session layer.
+BODY_KEY = "game_bridge.body"
+
+
+# ---------------------------------------------------------------------------- the token
+def _acceptable(token: str) -> bool:
+    return len(token) >= MIN_TOKEN_CHARS and all(33 <= ord(c) <= 126 for c in token)
+
+
+def server_token(environ: Mapping[str, str], registry_dir: Path | None, *, loopback: bool) -> tuple[str, Path | None]:
+    """The bearer token this server requires, and the file it was written to (None when
+    it came from ``GAME_BRIDGE_TOKEN``). A bind beyond loopback needs the token set
+    explicitly: a generated one would have to be carried to the other machine anyway,
+    and this way nobody exposes a bridge by accident."""
+    given = environ.get(TOKEN_ENV)
+    if given is not None and given.strip():
+        token = given.strip()
+        if not _acceptable(token):
+            raise BridgeUsageError(
+                f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} visible ASCII characters (no spaces); this one is "
+                f"{len(token)} long. Make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'.")
+        return token, None
+    if not loopback:
+        raise BridgeUsageError(
+            f"--http on an address other than loopback exposes the bridge to the network, so it needs {TOKEN_ENV} "
+            "set explicitly (a secret of at least 16 characters that the agents are given, e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))').")
+    token = secrets.token_urlsafe(32)
+    directory = http_dir(environ, registry_dir)
+    path = directory / TOKEN_FILENAME if directory is not None else None
+    if path is not None:
+        try:
+            tmp = path.with_name(f".{TOKEN_FILENAME}.{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(token + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not write the token to %s: %s", path, exc)
+            path = None
+    return token, path
+
+
+def read_token_file(environ: Mapping[str, str], registry_dir: Path | None) -> str | None:
+    """The token a local server generated, for ``call --url`` on this machine; None when there is none."""
+    directory = http_dir(environ, registry_dir)
+    try:
+        text = (directory / TOKEN_FILENAME).read_text(encoding="utf-8").strip() if directory is not None else ""
+    except OSError:
+        return None
+    return text or None
+
+
+# ---------------------------------------------------------------------------- addresses
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")
+
+
+def _host_port(name: str, port: int) -> str:
+    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
+
+
+def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
+    """The ``Host`` values (lower case, with the port) this server answers: the bound
+    address; for loopback every loopback name; for a wildcard bind the machine's own
+    names and addresses; and ``extra`` (``--allow-host``) names."""
+    names = {host.lower()}
+    if is_loopback(host):
+        names |= set(LOOPBACK_NAMES)
+    if _wildcard(host):
+        names |= set(LOOPBACK_NAMES) | _own_addresses()
+    names |= {n.strip().lower() for n in extra if n.strip()}
+    return {_host_port(n, port) for n in names if n}
+
+
+def _own_addresses() -> set[str]:
+    found: set[str] = set()
+    try:
+        hostname = socket.gethostname()
+        found |= {hostname.lower(), socket.getfqdn().lower()}
+        for info in socket.getaddrinfo(hostname, None):
+            found.add(str(info[4][0]).split("%")[0])
+    except OSError:
+        pass
+    try:
+        import psutil
+
+        for addresses in psutil.net_if_addrs().values():
+            for address in addresses:
+                if address.family in (socket.AF_INET, socket.AF_INET6):
+                    found.add(str(address.address).split("%")[0].lower())
+    except Exception:  # noqa: BLE001 - psutil missing or refused: the names above remain
+        pass
+    return found
+
+
+# ---------------------------------------------------------------------------- answers
+async def respond(send: Send, status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    head = [(b"content-length", str(len(body)).encode())]
+    if body:
+        head.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": head + list(headers)})
+    await send({"type": "http.response.body", "body": body})
+
+
+def rpc_error(message: str, code: int = -32600) -> bytes:
+    """A JSON-RPC error without a request id (the transport's own form for HTTP-level refusals)."""
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+
+
+async def busy(send: Send, message: str, retry_after_s: int) -> None:
+    await respond(send, 503, rpc_error(message, -32603), [(b"retry-after", str(retry_after_s).encode())])
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+# ---------------------------------------------------------------------------- the gate
+class Gate:
+    """ASGI middleware in front of the MCP transport (see the module docstring)."""
+
+    def __init__(self, app: App, *, token: str, hosts: set[str], max_body: int = MAX_BODY_BYTES,
+                 body_deadline_s: float = BODY_DEADLINE_S, max_in_flight: int = MAX_REQUESTS_IN_FLIGHT) -> None:
+        self.app = app
+        self._token = token.encode("utf-8")
+        self.hosts = hosts
+        self.origins = {f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")}
+        self.max_body = max_body
+        self.body_deadline_s = body_deadline_s
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+
+    def authorised(self, scope: Scope) -> bool:
+        given = header(scope, b"authorization") or ""
+        scheme, _, credential = given.partition(" ")
+        if scheme.lower() != "bearer":
+            credential = ""
+        return hmac.compare_digest(credential.strip().encode("utf-8", "replace"), self._token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            return  # no websockets; lifespan is not used
+        host = (header(scope, b"host") or "").strip().lower()
+        if host not in self.hosts:
+            await respond(send, 421, rpc_error("Invalid Host header"))
+            return
+        origin = header(scope, b"origin")
+        if origin is not None and origin.strip().lower().rstrip("/") not in self.origins:
+            await respond(send, 403, rpc_error("Invalid Origin header"))
+            return
+        if not self.authorised(scope):
+            await respond(send, 401, headers=[(b"www-authenticate", b"Bearer")])
+            return
+        if scope.get("path", "").rstrip("/") != MCP_PATH:
+            await respond(send, 404, rpc_error(f"Not found: the MCP endpoint is {MCP_PATH}"))
+            return
+        streaming = scope.get("method") == "GET"  # the notification stream stays open: not counted
+        if not streaming and self.in_flight >= self.max_in_flight:
+            await busy(send, "The bridge is overloaded: too many requests in flight. Retry shortly.", 1)
+            return
+        if not streaming:
+            self.in_flight += 1
+        try:
+            if scope.get("method") == "POST":
+                body = await self._read_body(scope, receive, send)
+                if body is None:
+                    return
+                scope = dict(scope)
+                scope[BODY_KEY] = body
+                receive = _replay(body, receive)
+            await self.app(scope, receive, send)
+        finally:
+            if not streaming:
+                self.in_flight -= 1
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None once the client was answered (too large: 413; too slow: 408)."""
+        length = header(scope, b"content-length")
+        if length is not None and (not length.strip().isdigit() or int(length) > self.max_body):
+            await respond(send, 413 if length.strip().isdigit() else 400,
+                          rpc_error(f"Request body too large (the limit is {self.max_body} bytes)"
+                                    if length.strip().isdigit() else "Bad Content-Length header"))
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.body_deadline_s) as deadline:
+            while True:
+                message = await receive()
+                if message.get("type") == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"") or b""
+                size += len(chunk)
+                if size > self.max_body:
+                    await respond(send, 413, rpc_error(f"Request body too large (the limit is {self.max_body} bytes)"))
+                    return None
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            await respond(send, 408, rpc_error(f"The request body did not arrive within {self.body_deadline_s:g} s"))
+            return None
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the buffered body once, then whatever the client does next
+    (its disconnect)."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,245 @@
+"""MCP sessions over streamable HTTP, each with a Bridge of its own.
+
+A POST without ``Mcp-Session-Id`` opens a session (when fewer than the cap are open;
+otherwise 503 with ``Retry-After``): a fresh :class:`~.adapter.BridgeServer` around a
+Bridge whose launcher is the session's view of the process's shared one
+(:mod:`~game_bridge_mcp.core.owners`), served over the SDK's
+``StreamableHTTPServerTransport``. So each session has its own launched instances, event
+cursors and port defaults, and every stdio guarantee (confirmation, cancellation,
+progress, the per-session call cap, clean text) holds as it does over stdio.
+
+A session ends on the client's DELETE, or when no request of it has been in flight for
+the idle time (an open notification stream does not count); then its id answers 404, its
+calls are cancelled and its instances stopped. A client that disconnects before a
+call's answer has its call cancelled, as a ``notifications/cancelled`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+from .adapter import MAX_CALLS, BridgeServer
+from .httpgate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
+
+log = logging.getLogger("game_bridge_mcp")
+
+SESSION_HEADER = b"mcp-session-id"
+#: Seconds a client is asked to wait when every session place is taken.
+SESSIONS_RETRY_AFTER_S = 5
+#: A session's requests in flight at once (its calls, as over stdio); past it, 503.
+SESSION_REQUESTS = MAX_CALLS
+
+
+@dataclass
+class HttpSession:
+    """One MCP session: its transport, its server and Bridge, and when it was last used."""
+
+    id: str
+    transport: StreamableHTTPServerTransport
+    app: BridgeServer
+    last_used: float
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    finished: anyio.Event = field(default_factory=anyio.Event)
+    #: Requests in flight other than the notification stream (GET).
+    busy: int = 0
+
+
+class SessionManager:
+    """The ASGI app behind the gate: opens, routes to, expires and ends sessions."""
+
+    def __init__(self, make_app: Callable[[str], BridgeServer], *, max_sessions: int, idle_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._make_app = make_app
+        self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self._clock = clock
+        self.sessions: dict[str, HttpSession] = {}
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._opening = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Hold the sessions' task group and expire idle sessions, until cancelled."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            task_status.started()
+            interval = min(max(self.idle_s / 10, 0.05), 5.0)
+            while True:
+                await anyio.sleep(interval)
+                now = self._clock()
+                for session in list(self.sessions.values()):
+                    if session.busy == 0 and now - session.last_used > self.idle_s:
+                        log.info("session %s idle for %.0f s: ending it", session.id[:8], now - session.last_used)
+                        self.end(session)
+
+    def end(self, session: HttpSession) -> None:
+        """End a session: its id answers 404 from now on; its task cancels its calls,
+        stops its instances and finishes."""
+        self.sessions.pop(session.id, None)
+        session.scope.cancel()
+
+    async def _serve(self, session: HttpSession, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            async with session.transport.connect() as (read_stream, write_stream):
+                task_status.started()
+                with session.scope:
+                    await session.app.run(read_stream, write_stream)
+        except Exception:
+            log.exception("session %s failed", session.id[:8])
+        finally:
+            self.sessions.pop(session.id, None)
+            with anyio.CancelScope(shield=True):
+                if not session.transport.is_terminated:
+                    await session.transport.terminate()
+                # its calls have ended (a cancelled call waits for its thread); now its instances
+                await anyio.to_thread.run_sync(session.app.bridge.shutdown)
+                session.finished.set()
+                log.info("session %s ended", session.id[:8])
+
+    # ------------------------------------------------------------------ requests
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        wanted = header(scope, SESSION_HEADER)
+        if wanted is None:
+            await self._open(scope, receive, send)
+            return
+        session = self.sessions.get(wanted)
+        if session is None:  # never was, or ended: the transport's own answer
+            await respond(send, 404, rpc_error("Session not found"))
+            return
+        await self._handle(session, scope, receive, send)
+        if session.transport.is_terminated:  # the client's DELETE
+            self.end(session)
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":
+            await respond(send, 400, rpc_error("Bad Request: Missing session ID"))
+            return
+        if len(self.sessions) + self._opening >= self.max_sessions:
+            log.warning("refusing a new session: %d are open", len(self.sessions))
+            await busy(send, f"Too many open sessions (the limit is {self.max_sessions}). Retry later, or end "
+                       "unused sessions.", SESSIONS_RETRY_AFTER_S)
+            return
+        assert self._tasks is not None, "SessionManager.run() is not running"
+        session_id = secrets.token_hex(16)
+        self._opening += 1
+        try:
+            app = await anyio.to_thread.run_sync(self._make_app, session_id)
+            session = HttpSession(session_id, StreamableHTTPServerTransport(mcp_session_id=session_id), app,
+                                  self._clock())
+            await self._tasks.start(self._serve, session)
+        finally:
+            self._opening -= 1
+        self.sessions[session_id] = session
+        status = await self._handle(session, scope, receive, send)
+        if status is None or status >= 400:  # not an initialize that succeeded: nothing was opened
+            self.end(session)
+
+    async def _handle(self, session: HttpSession, scope: Scope, receive: Receive, send: Send) -> int | None:
+        """Let the session's transport answer; returns the HTTP status it answered with.
+        Calls of this request that the client did not stay for are cancelled."""
+        counted = scope.get("method") != "GET"
+        if counted and session.busy >= SESSION_REQUESTS:
+            await busy(send, f"This session has {session.busy} requests in flight (the limit is "
+                       f"{SESSION_REQUESTS}). Retry when some have answered.", 1)
+            return 503
+        pending = _request_ids(scope.get(BODY_KEY))
+        status: int | None = None
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message.get("type") == "http.response.start":
+                status = int(message.get("status", 0))
+            elif pending and message.get("type") == "http.response.body":
+                pending.difference_update(_answered_ids(message.get("body") or b""))
+            await send(message)
+
+        if counted:
+            session.busy += 1
+        try:
+            await session.transport.handle_request(scope, receive, watch)
+        finally:
+            if counted:
+                session.busy -= 1
+            session.last_used = self._clock()
+        if pending and (status is None or status < 400) and not session.transport.is_terminated:
+            with anyio.CancelScope(shield=True):
+                for request_id in pending:
+                    await self._cancel(session, scope, request_id)
+        return status
+
+    async def _cancel(self, session: HttpSession, scope: Scope, request_id: Any) -> None:
+        """Tell the session a request's client is gone: the ``notifications/cancelled`` a
+        client sends, handed to its transport as if it had been posted."""
+        log.info("session %s: the client left before request %r was answered: cancelling it",
+                 session.id[:8], request_id)
+        body = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": request_id, "reason": "the client disconnected"}}).encode()
+        keep = {b"host", SESSION_HEADER, b"mcp-protocol-version", b"authorization"}
+        headers = [(k, v) for k, v in scope.get("headers", ()) if k in keep]
+        headers += [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream"),
+                    (b"content-length", str(len(body)).encode())]
+        given = False
+
+        async def receive() -> Message:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        try:
+            await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+        except Exception:
+            log.debug("could not cancel request %r", request_id, exc_info=True)
+
+    async def close(self) -> None:
+        """End every session and wait (bounded) until each has stopped its instances."""
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            self.end(session)
+        with anyio.move_on_after(10):
+            for session in sessions:
+                await session.finished.wait()
+
+
+def _messages(body: Any) -> list[Any]:
+    try:
+        doc = json.loads(body)
+    except (TypeError, ValueError, RecursionError):
+        return []
+    return doc if isinstance(doc, list) else [doc]
+
+
+def _request_ids(body: bytes | None) -> set[Any]:
+    """The ids of the JSON-RPC requests in a POST body (notifications and responses have none to answer)."""
+    if not body:
+        return set()
+    return {m["id"] for m in _messages(body)
+            if isinstance(m, dict) and "method" in m and isinstance(m.get("id"), (str, int)) and not isinstance(m.get("id"), bool)}
+
+
+def _answered_ids(chunk: bytes) -> set[Any]:
+    """Ids of responses in a piece of an answer (SSE events, or a JSON body)."""
+    found: set[Any] = set()
+    lines = [line[5:].strip() for line in chunk.splitlines() if line.startswith(b"data:")] or [chunk]
+    for line in lines:
+        for message in _messages(line):
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                ident = message.get("id")
+                if isinstance(ident, (str, int)):
+                    found.add(ident)
+    return found
