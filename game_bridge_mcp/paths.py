@@ -8,7 +8,7 @@ Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bri
 * ``logs/``: launched games' output (private, 0700; files 0600);
 * ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them);
 * ``pythonpath/``: a directory per installed copy of the package, holding only a link to
-  it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`).
+  it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`);
 * ``http/token``: the bearer token an HTTP server (``--http``) generated (private, 0600).
 
 Every directory the bridge or the kit creates, the home and its parents included, is

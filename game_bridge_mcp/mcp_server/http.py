@@ -103,7 +103,7 @@ def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -
         return BridgeServer(Bridge(config, launcher=shared.view(session), composites=composites))
 
     manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s)
-    gate = Gate(manager, token=token, hosts=allowed_hosts(host, bound, config.allow_hosts))
+    gate = Gate(manager, token=token, hosts=allowed_hosts(host, bound), names=config.allow_hosts)
     server = _QuietServer(uvicorn.Config(
         gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
         server_header=False, limit_concurrency=CONNECTION_LIMIT, timeout_keep_alive=KEEP_ALIVE_S,

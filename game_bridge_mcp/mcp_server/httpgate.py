@@ -123,17 +123,23 @@ def _host_port(name: str, port: int) -> str:
     return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
 
 
-def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
+def allowed_hosts(host: str, port: int) -> set[str]:
     """The ``Host`` values (lower case, with the port) this server answers: the bound
     address; for loopback every loopback name; for a wildcard bind the machine's own
-    names and addresses; and ``extra`` (``--allow-host``) names."""
+    names and addresses."""
     names = {host.lower()}
     if is_loopback(host):
         names |= set(LOOPBACK_NAMES)
     if _wildcard(host):
         names |= set(LOOPBACK_NAMES) | _own_addresses()
-    names |= {n.strip().lower() for n in extra if n.strip()}
     return {_host_port(n, port) for n in names if n}
+
+
+def _name_of(host_port: str) -> str:
+    """``name`` of ``name:port``, ``[v6]:port``, ``name`` or ``[v6]``."""
+    if host_port.startswith("["):
+        return host_port[1:].split("]", 1)[0]
+    return host_port.rsplit(":", 1)[0] if host_port.count(":") == 1 else host_port
 
 
 def _own_addresses() -> set[str]:
@@ -186,16 +192,27 @@ def header(scope: Scope, name: bytes) -> str | None:
 class Gate:
     """ASGI middleware in front of the MCP transport (see the module docstring)."""
 
-    def __init__(self, app: App, *, token: str, hosts: set[str], max_body: int = MAX_BODY_BYTES,
-                 body_deadline_s: float = BODY_DEADLINE_S, max_in_flight: int = MAX_REQUESTS_IN_FLIGHT) -> None:
+    def __init__(self, app: App, *, token: str, hosts: set[str], names: Iterable[str] = (),
+                 max_body: int = MAX_BODY_BYTES, body_deadline_s: float = BODY_DEADLINE_S,
+                 max_in_flight: int = MAX_REQUESTS_IN_FLIGHT) -> None:
         self.app = app
         self._token = token.encode("utf-8")
+        #: ``host:port`` values of the bound address; ``names`` (``--allow-host``) match with
+        #: any port or none (a TLS proxy in front passes on the name clients used).
         self.hosts = hosts
-        self.origins = {f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")}
+        self.names = {n.strip().lower() for n in names if n.strip()}
         self.max_body = max_body
         self.body_deadline_s = body_deadline_s
         self.max_in_flight = max_in_flight
         self.in_flight = 0
+
+    def known_host(self, host: str) -> bool:
+        return host in self.hosts or (bool(host) and _name_of(host) in self.names)
+
+    def known_origin(self, origin: str) -> bool:
+        scheme, sep, rest = origin.partition("://")
+        return bool(sep) and scheme in ("http", "https") and "/" not in rest.rstrip("/") \
+            and self.known_host(rest.rstrip("/"))
 
     def authorised(self, scope: Scope) -> bool:
         given = header(scope, b"authorization") or ""
@@ -207,12 +224,11 @@ class Gate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             return  # no websockets; lifespan is not used
-        host = (header(scope, b"host") or "").strip().lower()
-        if host not in self.hosts:
+        if not self.known_host((header(scope, b"host") or "").strip().lower()):
             await respond(send, 421, rpc_error("Invalid Host header"))
             return
         origin = header(scope, b"origin")
-        if origin is not None and origin.strip().lower().rstrip("/") not in self.origins:
+        if origin is not None and not self.known_origin(origin.strip().lower()):
             await respond(send, 403, rpc_error("Invalid Origin header"))
             return
         if not self.authorised(scope):
