@@ -29,7 +29,6 @@ from .events import answer_digest
 from .answer import command_answer
 from .digest import get_path
 from .outcome import command_outcome
-from .owners import SessionLaunches, session_flags
 from .pending import CLOCK_COMMANDS, PendingCommands, pending_note
 from .screenshot import Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
@@ -270,8 +269,9 @@ class Bridge:
         report = discover(self.config, opener=self._opener, range_spec=range, use_registry=registry,
                           use_scan=scan, prune=bool(prune), launched_ports=self._launched_details(), known=self,
                           also_scan=ports.declared_scan_ports(self.config))
-        if isinstance(self._launcher, SessionLaunches):  # one of several MCP sessions (--http)
-            session_flags(report.get("live"), self._launcher)
+        mark = getattr(self._launcher, "mark_listing", None)  # one of several MCP sessions (--http)
+        if mark is not None:
+            mark(report)
         return report
 
     def _launched_details(self) -> dict[int, dict[str, Any]]:
@@ -280,14 +280,13 @@ class Bridge:
         launcher = self._launcher
         if launcher is None:
             return {}
-        launched = (launcher.all_launched_ports() if isinstance(launcher, SessionLaunches)
-                    else launcher.launched_ports())
+        launched = getattr(launcher, "all_launched_ports", launcher.launched_ports)()
         return {port: launcher.info(port) or {} for port in launched}
 
     def _refuse_other_sessions(self, port: int, consequence: str) -> None:
         """An instance another MCP session launched is that session's alone (--http)."""
-        launcher = self._launcher
-        if isinstance(launcher, SessionLaunches) and launcher.launched_elsewhere(port):
+        elsewhere = getattr(self._launcher, "launched_elsewhere", None)
+        if elsewhere is not None and elsewhere(port):
             raise BridgeUsageError(
                 f"Port {port} was launched by another MCP session of this bridge, not by this one, so "
                 f"{consequence}. Only the session that launched it can stop it (its instances stop when that "

@@ -28,12 +28,12 @@ import anyio.to_thread
 from ..config import Config, configure_logging
 from ..core.bridge import Bridge
 from ..core.composites import Composite
-from ..core.owners import SharedLauncher
 from ..errors import BridgeUsageError
 from ..launch.guarantees import warn_once
 from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .httpgate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
+from .owners import SharedLauncher
 from .sessions import SessionManager
 
 log = logging.getLogger("game_bridge_mcp")

@@ -7,6 +7,10 @@ given a :class:`SessionLaunches`: the Launcher as that session sees it, its own
 instances only. Another session's instance cannot be stopped or read through it, and
 when the session ends (:meth:`SessionLaunches.shutdown`) its instances are stopped as
 ``stop_instance`` would stop them.
+
+Besides the Launcher's own methods, the Bridge asks a launcher that has them three more
+questions: ``launched_elsewhere`` (refuse another session's instance), ``all_launched_ports``
+(probe and flag every session's) and ``mark_listing`` (add ``launchedByThisSession``).
 """
 
 from __future__ import annotations
@@ -112,6 +116,20 @@ class SessionLaunches:
         """Every session's instances (list_instances probes and flags them all)."""
         return self.shared.all_ports()
 
+    def mark_listing(self, report: Mapping[str, Any]) -> None:
+        """Mark each live record of a list_instances report with ``launchedByThisSession``
+        (and, for another session's instance, a ``launchNote`` saying it cannot be stopped here)."""
+        live = report.get("live")
+        for record in live if isinstance(live, list) else ():
+            port = record.get("port") if isinstance(record, dict) and "host" not in record else None
+            if not isinstance(port, int):
+                continue
+            mine = self.is_launched(port)
+            record["launchedByThisSession"] = mine
+            if not mine and self.launched_elsewhere(port) and "launchNote" not in record:
+                record["launchNote"] = ("launched by another MCP session of this bridge: only that session can "
+                                        "stop it (its instances stop when it ends)")
+
     def info(self, port: int) -> dict | None:
         launcher = self.shared.started()
         return None if launcher is None else launcher.info(port)
@@ -171,19 +189,3 @@ class SessionLaunches:
             self.shared.release(port, self.session)
 
 
-def session_flags(live: list[Mapping[str, Any]] | Any, launches: SessionLaunches) -> None:
-    """Mark each live record of a list_instances report with ``launchedByThisSession``
-    (and, for another session's instance, a ``launchNote`` saying it cannot be stopped here)."""
-    if not isinstance(live, list):
-        return
-    for record in live:
-        if not isinstance(record, dict) or "host" in record:
-            continue
-        port = record.get("port")
-        if not isinstance(port, int):
-            continue
-        mine = launches.is_launched(port)
-        record["launchedByThisSession"] = mine
-        if not mine and launches.launched_elsewhere(port) and "launchNote" not in record:
-            record["launchNote"] = ("launched by another MCP session of this bridge: only that session can stop it "
-                                    "(its instances stop when it ends)")
