@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,86 @@ def test_a_private_project_is_trusted(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) & 0o022 == 0
     trust.check_trusted(path)
     assert load_declaration(path).command == "true"
+
+
+# --------------------------------------------------------------------------- the whole way to it
+
+def test_a_link_chain_through_a_folder_others_may_write_is_refused(tmp_path: Path) -> None:
+    """project/gamebridge.json -> shared/hop.json -> mine/gamebridge.json: the file and both
+    ends' folders are private, but whoever may write in shared/ chooses where hop.json points."""
+    real = plant(tmp_path / "mine")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "hop.json").symlink_to(real)
+    shared.chmod(0o777)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "gamebridge.json").symlink_to(shared / "hop.json")
+    with pytest.raises(BridgeUsageError) as info:
+        load_declaration(project / "gamebridge.json")
+    assert str(shared / "hop.json") in info.value.message and "chmod go-w" in info.value.message
+    shared.chmod(0o755)
+    assert load_declaration(project / "gamebridge.json").name == "Planted"
+
+
+def test_a_private_folder_inside_one_others_may_write_is_refused(tmp_path: Path) -> None:
+    """shared/project/gamebridge.json with project/ private: shared/project itself can be
+    renamed away and replaced by anyone who may write in shared/."""
+    shared = tmp_path / "shared"
+    path = plant(shared / "project")
+    shared.chmod(0o777)
+    with pytest.raises(BridgeUsageError) as info:
+        load_declaration(path)
+    assert f"reached through {shared / 'project'}, in {shared}" in info.value.message
+    shared.chmod(0o1777)  # sticky: only the name's owner (you) may rename it
+    assert load_declaration(path).name == "Planted"
+
+
+def test_a_link_owned_by_another_user_on_the_way_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = plant(tmp_path / "mine")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "mine")
+    if os.geteuid() == 0:
+        os.chown(link, NOBODY, -1, follow_symlinks=False)
+        with pytest.raises(BridgeUsageError, match=f"symbolic link {link}, owned by"):
+            load_declaration(link / "gamebridge.json")
+    else:  # every name is another uid's as far as the check knows: refused on the way too
+        owned_by_someone_else(real, monkeypatch)
+        with pytest.raises(BridgeUsageError, match="owned by"):
+            load_declaration(link / "gamebridge.json")
+        monkeypatch.undo()
+    os.unlink(link)
+    link.symlink_to(tmp_path / "mine")
+    assert load_declaration(link / "gamebridge.json").name == "Planted"
+
+
+def test_a_folder_of_another_user_on_the_way_is_refused(tmp_path: Path) -> None:
+    """Its owner may swap what it holds, however private the file and its own folder are.
+    (Giving a folder away takes root, as the suite runs in CI; as another user the file's
+    own owner check refuses first, see the link test above.)"""
+    theirs = tmp_path / "theirs"
+    real = plant(theirs / "project")
+    if os.geteuid() == 0:
+        os.chown(theirs, NOBODY, -1)
+        with pytest.raises(BridgeUsageError, match=f"reached through {theirs}, owned by"):
+            load_declaration(real)
+        os.chown(theirs, 0, -1)
+    assert load_declaration(real).name == "Planted"
+
+
+def test_the_cli_refuses_a_declaration_reached_through_a_shared_link_and_never_runs_it(tmp_path: Path) -> None:
+    ran = tmp_path / "planted-ran"
+    real = plant(tmp_path / "mine", marker=ran)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "hop.json").symlink_to(real)
+    shared.chmod(0o777)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "gamebridge.json").symlink_to(shared / "hop.json")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "GAME_BRIDGE_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "call", "launch_instance", "--keep",
+                          "--config", str(tmp_path / "project" / "gamebridge.json")],
+                         capture_output=True, text=True, env=env, cwd=tmp_path / "project", timeout=60)
+    assert out.returncode == 2 and "is not used" in out.stderr and str(shared / "hop.json") in out.stderr, out.stderr
+    assert not ran.exists()

@@ -5,9 +5,11 @@ it. A file that another user wrote, or could have replaced, is somebody else's c
 run as you. So a declaration is used only when
 
 * it is owned by you or by root, and nobody else may write to it, and
-* the directory holding it (and the directory holding the file it links to) lets nobody
-  else replace it: not writable by other users, unless the sticky bit is set (as on
-  ``/tmp``, where only a file's owner may remove or rename it).
+* nobody else can change which file that path reaches: every directory on the way, from
+  ``/`` and through every symbolic link's target, is yours or root's and not writable by
+  other users, unless the sticky bit is set (as on ``/tmp``, where only a name's owner may
+  remove or rename it, so the name must be yours or root's), and every link on the way is
+  yours or root's.
 
 "Other users" is precise about groups: a directory writable by your own private group
 (the usual ``umask 002`` layout, one group per user) is yours; a group with anyone else
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import deque
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import BridgeUsageError
 
@@ -102,23 +106,67 @@ def check_trusted(path: Path, *, uid: int | None = None) -> None:
     if _others_can_write(info, uid):
         raise _refuse(path, f"other users may write to it (mode {stat.filemode(info.st_mode)})",
                       f"chmod go-w {path}")
-    directories = [path.parent]
-    try:
-        real = path.resolve().parent
-        if real != path.parent:
-            directories.append(real)
-    except (OSError, RuntimeError):
-        pass
-    for directory in directories:
-        try:
-            held = os.stat(directory)
-        except OSError:
+    problem = next(_chain_problems(path, uid), None)
+    if problem is not None:
+        raise _refuse(path, *problem)
+
+
+#: Most symbolic links followed on the way to a declaration (the kernel's own limit).
+MAX_LINKS = 40
+
+
+def _chain_problems(path: Path, uid: int) -> Iterator[tuple[str, str]]:
+    """What is wrong with the way to ``path``, resolved one name at a time as the kernel
+    does: every directory passed through (from ``/``, and through every link's target)
+    must be yours or root's and not writable by others (unless sticky, when the name in
+    it must be yours or root's), and every link on the way yours or root's; else
+    whoever may change that directory or link chooses which file is read."""
+    names = deque(Path(path if os.path.isabs(path) else os.path.join(os.getcwd(), path)).parts[1:])
+    current = Path("/")
+    links = 0
+    while names:
+        name = names.popleft()
+        if name in ("", "."):
             continue
-        if _others_can_write(held, uid) and not held.st_mode & stat.S_ISVTX:
-            raise _refuse(path, f"it is in {directory}, which other users may write to "
-                                f"(mode {stat.filemode(held.st_mode)}, owner {_user(held.st_uid)}, no "
-                                "sticky bit), so anyone could have put it there or replaced it",
-                          f"chmod go-w {directory} (or move the project somewhere only you can write)")
+        if name == "..":
+            current = current.parent
+            continue
+        try:
+            held = os.stat(current)
+            entry = current / name
+            info = os.lstat(entry)
+        except OSError:
+            return  # reading it reports what is wrong
+        if held.st_uid not in (uid, 0):
+            yield (f"it is reached through {current}, owned by {_user(held.st_uid)}, who may replace "
+                   "anything in it", f"move the project somewhere of your own, or name your own with --config")
+        if _others_can_write(held, uid):
+            if not held.st_mode & stat.S_ISVTX:
+                where = "it is in" if entry == Path(os.path.abspath(path)) else f"it is reached through {entry}, in"
+                yield (f"{where} {current}, which other users may write to (mode {stat.filemode(held.st_mode)}, "
+                       f"owner {_user(held.st_uid)}, no sticky bit), so anyone could have put it there or "
+                       "replaced it", f"chmod go-w {current} (or move the project somewhere only you can write)")
+            elif info.st_uid not in (uid, 0):
+                yield (f"it is reached through {entry}, which belongs to {_user(info.st_uid)} in the shared "
+                       f"directory {current}", f"use a path of your own instead of {entry}")
+        if stat.S_ISLNK(info.st_mode):
+            if info.st_uid not in (uid, 0):
+                yield (f"it is reached through the symbolic link {entry}, owned by {_user(info.st_uid)}, "
+                       "who chooses what it points to", f"replace {entry} with a link or file of your own")
+            links += 1
+            if links > MAX_LINKS:
+                return  # a loop: reading it reports it
+            try:
+                target = os.readlink(entry)
+            except OSError:
+                return
+            parts = Path(target).parts
+            if os.path.isabs(target):
+                current = Path("/")
+                parts = parts[1:]
+            names.extendleft(reversed(parts))
+        else:
+            current = entry
 
 
 __all__ = ["check_trusted", "my_uid"]
