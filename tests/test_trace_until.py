@@ -127,3 +127,4 @@ def test_the_driver_waits_with_until() -> None:
             assert advanced["tool"] == "advance" and advanced["matched"] is True
         finally:
             bridge.shutdown()
+

@@ -192,6 +192,8 @@ class Bridge:
         try:
             return self._invoke(tool, check_arguments(name, tool.input_schema, arguments), progress=progress)
         except GameOffline as exc:  # name what does answer, so a mistyped port can be corrected
+            if exc.port in self.launched_ports():  # a game of ours that exited: say so, with its output
+                exc = ports.with_exit(exc, lambda: self.launcher().log(exc.port, lines=ports.EXIT_LINES))
             raise ports.with_known_instances(exc, lambda: self._known_instances(exc.port)) from None
 
     def _invoke(self, tool: ToolDef, args: Mapping[str, Any], *, port: int | None = None,

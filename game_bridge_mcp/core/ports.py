@@ -6,15 +6,19 @@ to 7777, where nothing answers. Two rules close that gap, here so the Bridge sta
 dispatch: :func:`implied_port` (with no port given anywhere, the one instance this bridge
 launched is the port; several are an error naming them), and :func:`with_known_instances`
 (a GameOffline names the live instances the bridge knows of, so a mistyped port can be
-corrected). :func:`declared_scan_ports` is the declaration's ``portRange`` for
-``list_instances``. Pure, apart from reading the registry directory on an error.
+corrected). :func:`with_exit` says of a launched game that is gone that it exited, with
+its code and last output. :func:`declared_scan_ports` is the declaration's ``portRange``
+for ``list_instances``. Pure, apart from reading the registry directory and the launched
+game's log on an error.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Callable
 
+from .. import polling
 from ..config import Config
 from ..errors import BridgeUsageError, GameOffline
 from ..launch.declaration import declaration_of
@@ -83,6 +87,42 @@ def with_known_instances(exc: GameOffline, known: Callable[[], list[dict[str, An
     exc.args = (exc.message,)
     exc.fields["liveInstances"] = [o["port"] for o in others]
     return exc
+
+
+#: How long a launched game whose port went away is given to finish exiting, and how
+#: many of its last output lines an error quotes.
+EXIT_WAIT_S = 1.0
+EXIT_LINES = 10
+
+
+def with_exit(exc: GameOffline, log: Callable[[], dict[str, Any]]) -> GameOffline:
+    """``exc`` about a port this bridge launched, said as what happened when the game's
+    process has exited (``log()`` is the launcher's ``instance_log`` of it): its exit
+    code and its last lines of output, instead of a generic nothing-answers. Left as it
+    was while the process still runs (frozen, or a port that only hiccupped)."""
+    if exc.cause == "timeout" or "exitCode" in exc.fields:
+        return exc
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while True:
+        tail = log()
+        if not tail.get("running", True) or time.monotonic() >= deadline:
+            break
+        polling.sleep(0.02)
+    if tail.get("running", True):
+        return exc
+    code = tail.get("exitCode")
+    how = (f"was killed by {tail['signal']}" if tail.get("signal")
+           else f"exited with code {code}" if code is not None else "exited (its exit status was lost)")
+    lines = [str(line) for line in (tail.get("lines") or [])][-EXIT_LINES:]
+    shown = ("Its last output (" + str(tail.get("logFile")) + "):\n  " + "\n  ".join(lines)) if lines else (
+        "It wrote no output.")
+    message = (f"The game on port {exc.port}, launched by this bridge, {how}: it is no longer running, so "
+               f"the call could not be answered. {shown}\nIf the last call made it exit, that is the game's "
+               "answer to it; launch_instance starts it again.")
+    out = GameOffline(exc.port, message=message, cause=exc.cause, endpoint=exc.endpoint, detail=exc.detail)
+    out.fields.update({k: v for k, v in exc.fields.items() if k not in out.fields})
+    out.fields.update({"exitCode": code, "lastLines": lines})
+    return out
 
 
 def declared_scan_ports(config: Config) -> tuple[int, ...]:
