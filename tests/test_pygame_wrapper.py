@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -143,6 +144,22 @@ def test_close_posts_quit_and_the_games_exit_code_is_kept(tmp_path: Path) -> Non
     with wrapped(str(CLOCKED), env=game_env(tmp_path)) as game:
         game.doc("/command?cmd=close")
         assert game.proc.wait(15) == 3
+
+
+@pytest.mark.parametrize("signame, args, code", [
+    ("SIGTERM", (), 3),                  # SDL's handler: a QUIT, which the game reads and exits 3 on
+    ("SIGINT", ("--sdl-sigint",), 3),    # Ctrl-C left to SDL: a QUIT too
+    ("SIGINT", (), 130),                 # Python's own: KeyboardInterrupt out of the hold
+])
+def test_a_paused_game_honours_sigterm_and_sigint(tmp_path: Path, signame: str, args: tuple[str, ...],
+                                                  code: int) -> None:
+    with wrapped(str(CLOCKED), *args, env=game_env(tmp_path, paused=True)) as game:
+        assert game.doc("/state")["paused"] is True
+        game.proc.send_signal(getattr(signal, signame))  # the wrapper this test started
+        try:
+            assert game.proc.wait(15) == code
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"a paused wrapped game ignored {signame}") from None
 
 
 def test_a_crash_prints_its_traceback_and_exits_1(tmp_path: Path) -> None:

@@ -466,11 +466,13 @@ class GameBridge:
             for callback in self._clock.end_sim_frame():
                 callback()
 
-    def hold_until_sim(self, *, hz: float = 60.0) -> bool:
+    def hold_until_sim(self, *, hz: float = 60.0, interrupt: Callable[[], bool] | None = None) -> bool:
         """For a loop that cannot skip its update (a hook at a display flip): pump, and
         while paused keep pumping ``hz`` times a second (at once when a command arrives)
-        until a simulation frame is due. True: run one; False: the bridge stopped."""
-        return _loop.hold_until_sim(self, hz)
+        until a simulation frame is due. True: run one; False: the bridge stopped.
+        ``interrupt``, asked at each turn while held, ends the hold early (True) when
+        the game's own loop must run: a quit request it has to read, for one."""
+        return _loop.hold_until_sim(self, hz, interrupt)
 
     def run(self, update: Callable[[], Any] | None = None, *, hz: float = 60.0,
             render: Callable[[], Any] | None = None) -> None:

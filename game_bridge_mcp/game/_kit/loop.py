@@ -8,7 +8,8 @@ game does too. Two shapes:
   it keeps turning at ``hz`` (``frame`` counts, commands apply at once when they
   arrive); the frames a ``step`` owes run back to back within the frame's time.
 * :func:`hold_until_sim`: for a loop the kit cannot own (a hook at a display flip):
-  pump, and while paused keep pumping until a simulation frame is due.
+  pump, and while paused keep pumping until a simulation frame is due, or until the
+  game's ``interrupt`` says its own loop must run (a quit it has to read).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def simulate(bridge: Loopable, update: Callable[[], Any] | None, deadline: float
     return ran
 
 
-def hold_until_sim(bridge: Loopable, hz: float) -> bool:
+def hold_until_sim(bridge: Loopable, hz: float, interrupt: Callable[[], bool] | None = None) -> bool:
     period = 1.0 / hz
     while True:
         bridge.pump()
@@ -106,4 +107,6 @@ def hold_until_sim(bridge: Loopable, hz: float) -> bool:
             return False
         if bridge.sim_dt() is not None:
             return True
+        if interrupt is not None and interrupt():
+            return True  # the game's own loop must run now (to read a quit, say)
         bridge.wait_for_work(period)

@@ -9,7 +9,8 @@ the game's code runs) gives the bridge everything it needs without touching the 
   counted (``GameBridge.end_sim_frame``), input scheduled for it is delivered, and the kit
   pumps: commands apply and screenshots capture the frame just shown. While paused the
   game is held right here (``GameBridge.hold_until_sim``), serving, until it is resumed
-  or stepped. The HTTP surface starts at the first flip, so readiness means "the game
+  or stepped, or a quit waits in pygame's queue (SIGTERM, SIGINT, the window closed):
+  then the game's loop runs a frame to read it, as it would if it were not paused. The HTTP surface starts at the first flip, so readiness means "the game
   is drawing".
 * **input** (:mod:`._input`): the injected keys and pointer are merged into
   ``get_pressed``, ``get_mods``, ``mouse.get_pos`` and ``mouse.get_pressed``.
@@ -197,13 +198,22 @@ class Wrapper:
             if not self.started:
                 self._start()  # serving from the first flip, with that frame counted
             self.vtime.hold()
-            self.bridge.hold_until_sim(hz=HOLD_HZ)
+            self.bridge.hold_until_sim(hz=HOLD_HZ, interrupt=self._quit_pending)
             if self.bridge.running and self.bridge.paused:
                 self.vtime.step()    # a stepped frame runs next: exactly one step of time
             else:
                 self.vtime.release()
         finally:
             self._in_frame = False
+
+    def _quit_pending(self) -> bool:
+        """A quit waits in pygame's queue (pumped): SDL turns SIGTERM, and SIGINT when the
+        game left it to SDL, into one, and so is a window's close button. A paused game
+        would never read it, so the hold lets the game's loop run to see it."""
+        try:
+            return bool(self.pg.event.peek(self.pg.QUIT))
+        except Exception:  # noqa: BLE001 - no display or events yet: nothing to read
+            return False
 
     def _start(self) -> None:
         self.started = True

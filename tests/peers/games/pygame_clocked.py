@@ -2,8 +2,10 @@
 
 It exposes what it saw through the wrapper's optional state hook (the dt of each frame
 and pygame.time.get_ticks()), exits with code 3 on QUIT, and with --crash raises in its
-first frame."""
+first frame. With --sdl-sigint it leaves Ctrl-C to SDL (SIGINT back to its default before
+pygame.init, as some games do), which then turns it into a QUIT event."""
 
+import signal
 import sys
 
 import pygame
@@ -26,6 +28,8 @@ def bridge_state():
 
 def main() -> None:
     global x
+    if "--sdl-sigint" in sys.argv:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     pygame.init()
     screen = pygame.display.set_mode((160, 120))
     pygame.display.set_caption("Clocked Box")
