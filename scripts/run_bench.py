@@ -40,6 +40,8 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "decode": ("bench_decode.py", ("--runs", "1"), "the decoded-size bound's cost"),
     "screenshot": ("bench_screenshot.py", ("--quick",), "the kit's /screenshot and get_screenshot"),
     "pygame": ("bench_pygame.py", ("--quick",), "the pygame wrapper's cost a frame"),
+    "http": ("bench_http.py", ("--calls", "20", "--sessions", "4"), "--http against stdio: a confirmed call, "
+             "8 sessions against 8 games, memory per idle session"),
 }
 
 

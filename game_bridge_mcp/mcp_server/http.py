@@ -117,7 +117,7 @@ def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -
     if not loopback:
         err.write(f"game-bridge-mcp: warning: listening on {host}, beyond this machine. HTTP is not encrypted: "
                   "the token and every answer cross the network in clear unless a TLS proxy is in front "
-                  "(see the README, 'Serving over HTTP').\n")
+                  "(see docs/http.md, 'TLS in front').\n")
     err.write(f"game-bridge-mcp: serving MCP over streamable HTTP at {_url(host, bound)} "
               f"(sessions: at most {config.max_sessions}, ended after {config.session_idle_s / 60:g} min idle)\n")
     err.flush()
