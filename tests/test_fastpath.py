@@ -61,7 +61,7 @@ def fast() -> Iterator[tuple[FastPath, Sink, FakeGame]]:
         bridge = Bridge(Config(port=game.port, environ={}, scan=False, registry=False),
                         composites=[Composite(name="nap", description="sleeps", run=nap)])
         sink = Sink()
-        path = FastPath(BridgeServer(bridge), sink, max_calls=2)
+        path = FastPath(BridgeServer(bridge), sink, max_calls=2, max_queued=1)
         yield path, sink, game
         path.close()
 
@@ -129,9 +129,13 @@ def test_a_cancelled_call_ends_without_an_answer_and_frees_its_place(fast: Any) 
     initialized(path)
     assert path.incoming(request("a", arguments={"name": "nap"})) is True
     assert path.incoming(request("b", arguments={"name": "nap"})) is True
-    assert path.incoming(request("c", arguments={"name": "nap"})) is False  # the cap (2): the SDK queues it
+    assert path.incoming(request("c", arguments={"name": "nap"})) is True  # the cap (2): it waits its turn
+    assert path.full and path.queued == 1
+    assert path.incoming(request("d", arguments={"name": "nap"})) is False  # the queue is full: the SDK's
     assert path.incoming(request("a", arguments={"name": "nap"})) is False  # a duplicate id: the SDK answers
+    assert path.incoming(request("c", arguments={"name": "nap"})) is False  # a duplicate of a queued one too
     assert path.incoming(cancel("nobody")) is False  # not ours: the SDK's to ignore
+    assert path.incoming(cancel("c")) is True and path.queued == 0 and not path.full  # it never starts
     started = time.monotonic()
     assert path.incoming(cancel("a")) is True and path.incoming(cancel("b")) is True
     deadline = time.monotonic() + 5
@@ -142,6 +146,17 @@ def test_a_cancelled_call_ends_without_an_answer_and_frees_its_place(fast: Any) 
     assert sink.lines == []  # a cancelled request gets no answer
     assert path.incoming(request(9, arguments={"name": "get_health"})) is True  # their places are free again
     assert sink.wait(1)[0]["id"] == 9
+
+
+def test_a_queued_call_runs_when_a_place_frees(fast: Any) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    assert path.incoming(request("a", arguments={"name": "nap"})) is True
+    assert path.incoming(request("b", arguments={"name": "nap"})) is True
+    assert path.incoming(request("q", arguments={"name": "get_health"})) is True and path.queued == 1
+    assert path.incoming(cancel("a")) is True
+    answer = sink.wait(1)[0]  # a's place goes to q, which answers; a never does
+    assert answer["id"] == "q" and "result" in answer and path.queued == 0
 
 
 def test_errors_are_answered_as_results(fast: Any) -> None:

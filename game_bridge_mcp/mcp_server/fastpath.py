@@ -12,14 +12,17 @@ What it takes on, and what it leaves to the SDK:
 * Only after the session is initialized (the SDK answered ``initialize`` with a protocol
   version this module knows, and the client sent ``notifications/initialized``), and only
   a well-formed single ``tools/call`` request (an ``id`` that is a string or an integer,
-  ``params.name`` a string, ``params.arguments`` an object or absent). Anything else,
-  every other method, and calls beyond ``MAX_CALLS`` at once go to the SDK.
+  ``params.name`` a string, ``params.arguments`` an object or absent). Anything else and
+  every other method go to the SDK. Beyond ``MAX_CALLS`` running at once, calls wait in
+  a queue of at most ``MAX_QUEUED`` (each started by a call that ends); while it is full,
+  :attr:`FastPath.full` holds the reader back, so a client that sends millions of
+  requests meets back-pressure on its pipe instead of filling the server's memory.
 * The answer is the SDK's, field for field (``content``, ``structuredContent``,
   ``isError``), built by the adapter's own ``result_of`` / ``error_result`` rules; a test
   compares the two paths' lines for every protocol version handled here.
 * ``notifications/cancelled`` for a call running here sets its
   :class:`~game_bridge_mcp.polling.CancelToken` (its waits and requests end within about
-  100 ms) and no answer is sent, as the protocol asks; a cancelled call holds its place
+  100 ms), or takes a queued call out of the queue, and no answer is sent, as the protocol asks; a cancelled call holds its place
   under ``MAX_CALLS`` until its thread has ended, so cancelled calls cannot pile up
   threads. ``_meta.progressToken`` gets ``notifications/progress`` lines.
 * Lines are written whole under the writer's lock (see ``pipes.Writer``), so an answer
@@ -46,6 +49,10 @@ log = logging.getLogger("game_bridge_mcp")
 #: writes (both SDK majors send the same fields for them over stdio).
 KNOWN_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
 DISABLE_ENV = "GAME_BRIDGE_SDK_DISPATCH"
+#: Calls waiting for one of the ``MAX_CALLS`` places; while this many wait, no line is read.
+MAX_QUEUED = 256
+
+_Call = tuple[Any, str, dict[str, Any], Any, polling.CancelToken]
 
 
 class LineSink(Protocol):
@@ -59,10 +66,13 @@ def _request_id(value: Any) -> bool:
 class FastPath:
     """Takes ``tools/call`` lines off the SDK's hands (see the module docstring)."""
 
-    def __init__(self, server: BridgeServer, sink: LineSink, *, max_calls: int = MAX_CALLS) -> None:
+    def __init__(self, server: BridgeServer, sink: LineSink, *, max_calls: int = MAX_CALLS,
+                 max_queued: int = MAX_QUEUED) -> None:
         self.server = server
         self.sink = sink
         self.max_calls = max_calls
+        self.max_queued = max_queued
+        self._queued: dict[Any, _Call] = {}  # waiting for a place, in arrival order
         self._version: str | None = None
         self._initialized = False
         self._lock = threading.Condition()
@@ -108,8 +118,14 @@ class FastPath:
             params = message.get("params") if message is not None else None
             if message is None or message.get("method") != "notifications/cancelled" or not isinstance(params, dict):
                 return False
+            ident = params.get("requestId")
+            if not _request_id(ident):
+                return False
             with self._lock:
-                token = self._running.get(params.get("requestId"))
+                token = self._running.get(ident)
+                waiting = self._queued.pop(ident, None)
+            if waiting is not None:
+                return True  # it never started: no answer, as for any cancelled call
             if token is None:
                 return False  # one of the SDK's requests
             token.cancel()
@@ -158,8 +174,13 @@ class FastPath:
             return False
         token = polling.CancelToken()
         with self._lock:
-            if ident in self._running or len(self._running) >= self.max_calls:
-                return False  # the SDK answers a duplicate id and queues beyond the cap
+            if ident in self._running or ident in self._queued:
+                return False  # the SDK answers a duplicate id
+            if len(self._running) >= self.max_calls:
+                if len(self._queued) >= self.max_queued:
+                    return False  # only when nothing holds the reader back (see full): the SDK queues it
+                self._queued[ident] = (ident, name, arguments or {}, progress_token, token)
+                return True  # a call that ends starts it
             if here is not None and not here():
                 return False  # no thread can read on while it runs here
             self._running[ident] = token
@@ -168,9 +189,32 @@ class FastPath:
         self._pool.submit(self._run, ident, name, arguments or {}, progress_token, token)
         return True
 
+    @property
+    def full(self) -> bool:
+        """Whether the queue is full: the reader reads no more lines until it is not."""
+        with self._lock:
+            return len(self._queued) >= self.max_queued
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._queued)
+
     # ------------------------------------------------------------------ the call
     def _run(self, ident: Any, name: str, arguments: dict[str, Any], progress_token: Any,
              token: polling.CancelToken) -> None:
+        """Run this call, then each queued call while there are any, on this thread."""
+        call: _Call | None = (ident, name, arguments, progress_token, token)
+        while call is not None:
+            self._run_one(*call)
+            with self._lock:
+                call = None
+                if self._queued and len(self._running) < self.max_calls:
+                    call = self._queued.pop(next(iter(self._queued)))
+                    self._running[call[0]] = call[4]
+
+    def _run_one(self, ident: Any, name: str, arguments: dict[str, Any], progress_token: Any,
+                 token: polling.CancelToken) -> None:
         try:
             line: list[bytes] | None = None
             with polling.cancel_scope(token):
@@ -217,6 +261,7 @@ class FastPath:
     def close(self, timeout_s: float = 1.0) -> None:
         """Cancel what is still running and give it ``timeout_s`` to end (stdin closed)."""
         with self._lock:
+            self._queued.clear()  # never started: nothing to wait for
             tokens = list(self._running.values())
         for token in tokens:
             token.cancel()

@@ -21,6 +21,7 @@ import os
 import select
 import stat
 import threading
+import time
 from typing import Any, Callable
 
 import anyio
@@ -47,11 +48,18 @@ def _ready(fd: int, event: int) -> bool:
     return bool(poller.poll(0))
 
 
+#: How often a held-back reader looks again whether it may go on.
+HOLD_POLL_S = 0.01
+
+
 class LineReader:
     """``async for line in LineReader(fd)``: UTF-8 lines (invalid bytes replaced), the
     last one possibly without its newline; ends at EOF. ``intercept``, when set, sees
     every line first, on the event loop; a line it returns True for is not yielded
-    (``fastpath.py`` answers it)."""
+    (``fastpath.py`` answers it). ``hold``, when set, is asked before each line: while it
+    returns True no line is taken (nor anything more read), so a client that sends
+    faster than its requests are answered, or stops reading the answers, meets
+    back-pressure on its own pipe instead of filling the server's memory."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -59,6 +67,7 @@ class LineReader:
         self._scanned = 0
         self._eof = False
         self.intercept: Callable[[str], bool] | None = None
+        self.hold: Callable[[], bool] | None = None
 
     def fileno(self) -> int:
         return self._fd
@@ -66,8 +75,14 @@ class LineReader:
     def __aiter__(self) -> "LineReader":
         return self
 
+    @property
+    def at_eof(self) -> bool:
+        return self._eof
+
     async def __anext__(self) -> str:
         while True:
+            while self.hold is not None and self.hold():
+                await anyio.sleep(HOLD_POLL_S)
             line = await self._next_line()
             if self.intercept is None or not self.intercept(line):
                 return line
@@ -107,6 +122,35 @@ _WRITEV = hasattr(os, "writev")
 _IOV_MAX = 512
 
 
+#: The most one system call writes of a worker's line, so a slow reader's progress is seen.
+WRITE_MAX = 1 << 20
+
+
+def _batch(views: list[memoryview]) -> list[memoryview]:
+    """The first views, at most ``_IOV_MAX`` of them and ``WRITE_MAX`` bytes in all."""
+    batch: list[memoryview] = []
+    room = WRITE_MAX
+    for view in views[:_IOV_MAX]:
+        if len(view) >= room:
+            batch.append(view[:room])
+            break
+        batch.append(view)
+        room -= len(view)
+    return batch
+
+
+def hung_up(fd: int) -> bool:
+    """Whether the other end of ``fd`` has closed (a pipe's writer, or a socket shut for
+    writing), even while unread data is still in it."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | _POLLRDHUP)
+    return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL | _POLLRDHUP)
+               for _fd, events in poller.poll(0))
+
+
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)
+
+
 class Writer:
     """``await write(text)`` writes it all; ``flush`` has nothing to do.
 
@@ -120,24 +164,51 @@ class Writer:
         self._fd = fd
         self.lock = threading.Lock()
         self.observe: Callable[[str], None] | None = None
+        self._counts = threading.Lock()
+        self._pending = 0  # messages being written or waiting their turn
+        self._progress = time.monotonic()  # when a byte last went out (or writing began)
+
+    def _begin(self) -> None:
+        with self._counts:
+            if self._pending == 0:
+                self._progress = time.monotonic()
+            self._pending += 1
+
+    def _moved(self) -> None:
+        self._progress = time.monotonic()
+
+    def _end(self) -> None:
+        with self._counts:
+            self._pending -= 1
+
+    def stalled_for(self) -> float:
+        """How long messages have been waiting to go out without a byte moving (0 when
+        nothing waits): a client that stopped reading its answers."""
+        with self._counts:
+            return time.monotonic() - self._progress if self._pending else 0.0
 
     async def write(self, text: str) -> None:
         if self.observe is not None:
             self.observe(text)
         data = memoryview(text.encode("utf-8"))
-        while not self.lock.acquire(blocking=False):
-            await anyio.sleep(LOCK_WAIT_S)  # a worker's line is going out
+        self._begin()
         try:
-            while data:
-                if not _ready(self._fd, select.POLLOUT):
-                    await anyio.wait_writable(self._fd)
-                try:
-                    written = os.write(self._fd, data[:CHUNK])
-                except BlockingIOError:
-                    continue
-                data = data[written:]
+            while not self.lock.acquire(blocking=False):
+                await anyio.sleep(LOCK_WAIT_S)  # a worker's line is going out
+            try:
+                while data:
+                    if not _ready(self._fd, select.POLLOUT):
+                        await anyio.wait_writable(self._fd)
+                    try:
+                        written = os.write(self._fd, data[:CHUNK])
+                    except BlockingIOError:
+                        continue
+                    data = data[written:]
+                    self._moved()
+            finally:
+                self.lock.release()
         finally:
-            self.lock.release()
+            self._end()
 
     def write_line(self, data: bytes | list[bytes]) -> None:
         """Write one whole line (given whole or in pieces) from a worker thread, blocking
@@ -149,18 +220,23 @@ class Writer:
             pieces[:] = [b"".join(pieces)]
         views = [memoryview(piece) for piece in pieces]
         pieces.clear()  # from here each piece lives only until it is written
-        with self.lock:
-            while views:
-                try:
-                    written = os.writev(self._fd, views[:_IOV_MAX]) if _WRITEV else os.write(self._fd, views[0])
-                except BlockingIOError:  # a descriptor someone made non-blocking
-                    select.select([], [self._fd], [], 1.0)
-                    continue
-                while written and views:
-                    if written >= len(views[0]):
-                        written -= len(views.pop(0))
-                    else:
-                        views[0], written = views[0][written:], 0
+        self._begin()
+        try:
+            with self.lock:
+                while views:
+                    try:
+                        written = os.writev(self._fd, _batch(views)) if _WRITEV else os.write(self._fd, views[0][:WRITE_MAX])
+                    except BlockingIOError:  # a descriptor someone made non-blocking
+                        select.select([], [self._fd], [], 1.0)
+                        continue
+                    self._moved()
+                    while written and views:
+                        if written >= len(views[0]):
+                            written -= len(views.pop(0))
+                        else:
+                            views[0], written = views[0][written:], 0
+        finally:
+            self._end()
 
     async def flush(self) -> None:
         return None

@@ -9,7 +9,9 @@ take goes on, in order, through a pipe that the SDK's event loop reads as its st
 the SDK sees the end of input as before.
 
 At most ``max_calls`` calls run on reader threads; a call read while all of them are
-busy goes to the SDK's dispatcher, as the fast path does beyond its cap.
+busy waits in the fast path's bounded queue. ``hold``, asked before each line is read,
+keeps the reader waiting while it says so (that queue full, or the client not reading
+its answers): the client then meets back-pressure on its own pipe.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Callable, Protocol
 
 log = logging.getLogger("game_bridge_mcp")
 
 READ_SIZE = 65536
+#: How often a held-back reader looks again whether it may read on.
+HOLD_POLL_S = 0.01
 
 
 class CallTaker(Protocol):
@@ -45,6 +50,11 @@ class ThreadedReader:
         self._buffer = bytearray()
         self._scanned = 0
         self._eof = False
+        self.hold: Callable[[], bool] | None = None
+
+    @property
+    def fd(self) -> int:
+        return self._fd
 
     def start(self) -> None:
         self._spawn()
@@ -90,6 +100,8 @@ class ThreadedReader:
     def _read_one(self) -> "bool | Callable[[], None] | None":
         """The next line's fate: a call to run here, True (handled), or None at the end.
         A line the taker leaves (False) is relayed to the SDK here, in order."""
+        while self.hold is not None and self.hold():
+            time.sleep(HOLD_POLL_S)
         line = self._next_line()
         if line is None:
             self._close_relay()

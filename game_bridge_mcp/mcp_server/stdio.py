@@ -18,7 +18,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -32,7 +33,7 @@ from ..launch.guarantees import warn_once
 from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .fastpath import DISABLE_ENV, FastPath
-from .pipes import LineReader, Writer, loop_streams
+from .pipes import LineReader, Writer, hung_up, loop_streams
 from .reader import ThreadedReader
 
 log = logging.getLogger("game_bridge_mcp")
@@ -75,6 +76,36 @@ def return_large_blocks_to_the_system() -> bool:
         return False
 
 
+#: Reading stops while the answers have not moved for this long (a client not reading them).
+HOLD_AFTER_S = 0.05
+#: Once stdin is closed, answers that do not move for this long end the server.
+GONE_AFTER_S = 3.0
+
+
+def _hold(out: Writer, fast: FastPath | None) -> Callable[[], bool]:
+    """When the reader must wait: the fast path's queue is full, or the answers already
+    due are not being read (more requests would only pile up behind them)."""
+    def hold() -> bool:
+        return (fast is not None and fast.full) or out.stalled_for() > HOLD_AFTER_S
+    return hold
+
+
+def _watch_for_a_gone_client(fd: int, out: Writer, finish: Callable[[int], int]) -> None:
+    """A client that closed stdin and stopped reading will never take its answers: with
+    writes stuck and nothing to read, nothing else would end the server. Checked twice a
+    second; it then ends the server the one way (launched games reaped)."""
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if hung_up(fd) and out.stalled_for() > GONE_AFTER_S:
+                log.warning("stdin is closed and the client has not read its answers for %.0f s: shutting down",
+                            GONE_AFTER_S)
+                finish(0)
+                os._exit(0)  # finish returns only when embedded; nothing can unblock the stuck writes
+
+    threading.Thread(target=watch, name="gb-gone-client", daemon=True).start()
+
+
 def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
     """Serve over stdio until stdin closes or SIGINT/SIGTERM/SIGHUP arrives, then reap what
     was launched. A signal always ends the process (exit code 128 + the signal number);
@@ -87,13 +118,17 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
     stdin, stdout = _claim_stdio()
     fast: FastPath | None = None
     reader: ThreadedReader | None = None
+    protocol_in = stdin.fileno() if isinstance(stdin, LineReader) else None
     if isinstance(stdin, LineReader) and isinstance(stdout, Writer) and config.environ.get(DISABLE_ENV) != "1":
         fast = FastPath(app, stdout)  # tools/call lines answered without the SDK's machinery
         stdout.observe = fast.outgoing
         # stdin is read on threads that run the calls they read; the SDK reads the rest
         reader = ThreadedReader(stdin.fileno(), fast, max_calls=fast.max_calls)
         stdin = LineReader(reader.sdk_fd)
+        reader.hold = _hold(stdout, fast)
         reader.start()
+    if isinstance(stdin, LineReader) and isinstance(stdout, Writer):
+        stdin.hold = _hold(stdout, None)
     # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
     # as long as the process: keep it out of the collector's full passes, which otherwise
     # rescan it while a large /state is parsed and digested.
@@ -134,6 +169,8 @@ def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), 
                 await app.run(read_stream, write_stream)
             tasks.cancel_scope.cancel()
 
+    if protocol_in is not None and isinstance(stdout, Writer):
+        _watch_for_a_gone_client(protocol_in, stdout, finish)
     try:
         anyio.run(main)
     except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
