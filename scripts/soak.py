@@ -16,6 +16,11 @@ a ``gamebridge.json`` that launches the demo game. The loop, until the time is u
   must still answer within 5 s, the game must hold no more than its cap of 64 connections
   (threads and descriptors), grow by less than 40 MiB, and the bridge's next call to it
   must succeed;
+* once, on the first cycle, the bridge's own bounds (``scripts/soak_bounds.py``): three
+  concurrent screenshots of a small PNG declaring 16384 x 10900 pixels (refused from the
+  header, the server's memory flat), a client that floods requests without reading and
+  then closes stdin (back-pressure, then the server exits by itself), and a crafted 30 MB
+  trace with a 4.3 MB line replayed with a report (bounded memory and time);
 * an end, in turn: ``stop_instance``; the game SIGKILLed, then ``stop_instance``; and
   every so often the whole server SIGKILLed with its game running (its watcher must reap
   the game), and a new server started.
@@ -52,6 +57,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak_bounds import bridge_bounds  # noqa: E402  (a sibling script)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN_KEY = "GB_SOAK_TOKEN"
@@ -293,8 +301,9 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
     foreign = ForeignGame(foreign_port)
 
     counts = {"calls": 0, "launches": 0, "stops": 0, "gameKills": 0, "bridgeKills": 0, "cancellations": 0,
-              "floods": 0, "errors": 0}
+              "floods": 0, "errors": 0, "boundProbes": 0}
     floods: list[dict[str, Any]] = []
+    bridge: dict[str, Any] = {"broken": []}
     servers: list[dict[str, Any]] = []
     survivors: list[str] = []
     end_at = time.monotonic() + seconds
@@ -336,6 +345,9 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
             time.sleep(0.02)
             server.notify("notifications/cancelled", {"requestId": waiting, "reason": "soak"})
             counts["cancellations"] += 1
+            if cycle == 1:
+                bridge = bridge_bounds(server, work, env)
+                counts["boundProbes"] += 1
             samples.append(server.sample())
             ending = cycle % 3
             if ending == 2 and time.monotonic() - born >= kill_every_s:  # the bridge dies with its game running
@@ -381,8 +393,8 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
     foreign.server.server_close()
     shutil.rmtree(work, ignore_errors=True)
     return {"seconds": seconds, "counts": counts, "servers": servers, "survivors": survivors,
-            "foreignHarmed": harmed, "floods": floods,
-            "boundsBroken": [item for one in floods for item in one["broken"]]}
+            "foreignHarmed": harmed, "floods": floods, "bridgeBounds": bridge,
+            "boundsBroken": [item for one in floods for item in one["broken"]] + bridge["broken"]}
 
 
 def main() -> int:
@@ -410,6 +422,13 @@ def main() -> int:
         for one in report["floods"]:
             print(f"  flood: /health in {one['healthMs']} ms, game threads {one['threads']}, fds {one['fds']}, "
                   f"RSS {one['rssMiB']} MiB")
+        if report["bridgeBounds"].get("screenshots"):
+            b = report["bridgeBounds"]
+            print(f"  bridge: 3 huge screenshots in {b['screenshots']['seconds']} s, server RSS "
+                  f"{b['screenshots']['rssMiB']} MiB; unread flood: {b['flood']['taken']} requests taken, "
+                  f"{b['flood']['rssMiB']} MiB, exit {b['flood']['exitSeconds']} s after stdin closed; "
+                  f"{b['trace']['traceMB']} MB crafted trace replayed in {b['trace']['seconds']} s, "
+                  f"peak {b['trace']['peakMiB']} MiB, report {b['trace']['reportMB']} MB")
         print(f"kit bounds broken: {len(report['boundsBroken'])} {report['boundsBroken'] or ''}")
     return 1 if report["survivors"] or report["foreignHarmed"] or report["boundsBroken"] else 0
 

@@ -1,5 +1,6 @@
 """scripts/soak.py keeps working: a few seconds of calls, launches, kills (of games and of
-a whole server), cancellations and a flood of a game's own server against the real server,
+a whole server), cancellations, a flood of a game's own server and the probes of the
+bridge's own bounds (scripts/soak_bounds.py) against the real server,
 with nothing surviving, no foreign sentinel harmed, no kit bound broken and no scratch
 directory left. No figure is asserted: the soak's figures are for docs/reliability.md, on
 the machine that ran it."""
@@ -32,4 +33,8 @@ def test_a_short_soak_leaves_nothing_behind_and_harms_nothing() -> None:
     # One flood of the game's server (cycle 2): /health answered, the game held to its cap.
     assert counts["floods"] == 1 and report["floods"][0]["healthMs"] is not None
     assert all(server["atEnd"]["threads"] > 0 for server in report["servers"] if server["atEnd"])
+    # The bridge's own bounds, probed once: huge screenshots, an unread flood, a crafted trace.
+    bridge = report["bridgeBounds"]
+    assert counts["boundProbes"] == 1 and bridge["broken"] == []
+    assert bridge["flood"]["exitSeconds"] is not None and bridge["trace"]["reportMB"]
     assert set(Path(tempfile.gettempdir()).glob("gb-soak-*")) <= before

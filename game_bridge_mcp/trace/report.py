@@ -21,7 +21,7 @@ import html
 import json
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .files import MAX_FILE_BYTES, read_in_folder, read_inside
 from .reader import Call
@@ -313,6 +313,13 @@ def _identity_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
 def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, Any]] | None = None,
                   update: bool = False) -> str:
     """The report page for one replay; ``current`` is the replayed instances' identity by port."""
+    return "".join(report_parts(result, current=current, update=update))
+
+
+def report_parts(result: ReplayResult, *, current: Mapping[int, Mapping[str, Any]] | None = None,
+                 update: bool = False) -> Iterator[str]:
+    """The report page in pieces, a step at a time (what :func:`write_report` writes as
+    they come, so no more than one step's HTML is held)."""
     trace = result.trace
     trace_dir = trace.path.parent
     css_class, word = _verdict(result, update)
@@ -335,16 +342,10 @@ def render_report(result: ReplayResult, *, current: Mapping[int, Mapping[str, An
     strip = "".join(f'<a class="s-{s.status}" href="#step-{s.call.step}" title="step {s.call.step}: '
                     f'{_e(s.call.label())} ({_e(_STATUS_TEXT.get(s.status, s.status))})">{s.call.step}</a>'
                     for s in result.steps)
-    rendered: list[str] = []
-    size = 0
-    for s in result.steps:
-        rendered.append(_step_html(s, t0, trace_dir, result.screenshots, result.rules, brief=size > MAX_STEPS_CHARS))
-        size += len(rendered[-1])
-    steps = "\n".join(rendered)
     failure = ""
     if result.failure is not None:
         failure = f'<p class="error">{_e(result.failure.render())}</p>'
-    return f"""<!doctype html>
+    yield f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -363,8 +364,13 @@ Ignored paths: <code>{_e(', '.join(result.rules.patterns))}</code></p>
 </header>
 <nav class="strip" aria-label="steps">{strip}</nav>
 <ol class="timeline">
-{steps}
-</ol>
+"""
+    size = 0
+    for s in result.steps:
+        step = _step_html(s, t0, trace_dir, result.screenshots, result.rules, brief=size > MAX_STEPS_CHARS)
+        size += len(step)
+        yield step + "\n"
+    yield """</ol>
 </body></html>
 """
 
@@ -373,6 +379,8 @@ def write_report(path: str | Path, result: ReplayResult, **kwargs: Any) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(render_report(result, **kwargs), encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for part in report_parts(result, **kwargs):
+            handle.write(part)
     tmp.replace(target)
     return target
