@@ -144,6 +144,11 @@ MAX_HEAD = 65536
 #: The versions served, and the characters of a header name (RFC 9110's token).
 VERSIONS = ("HTTP/1.1", "HTTP/1.0")
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+@functools.lru_cache(maxsize=256)  # clients send the same few names with every request
+def _is_token(name: str) -> bool:
+    return bool(name) and _TOKEN.issuperset(name.encode("latin-1"))
 REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
            413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
@@ -167,6 +172,10 @@ class _Headers:
 
     def get_all(self, name: str) -> list[str]:
         return list(self._values.get(name.lower(), ()))
+
+    def values(self, name: str) -> "list[str] | tuple[()]":
+        """``name``'s values without a copy (not to be changed)."""
+        return self._values.get(name.lower(), ())
 
     def continue_last(self, name: str, text: str) -> None:
         """Append an obsolete folded continuation line to ``name``'s last value."""
@@ -192,6 +201,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.conn = self.server.connections.get(self.request)
         if self.conn is None:  # given way to a newer one before its thread started
             return
+        self._peek = cast(io.BufferedReader, self.rfile).peek  # makefile('rb') is buffered
         try:
             while self._one_request():
                 pass
@@ -204,7 +214,7 @@ class _Handler(socketserver.StreamRequestHandler):
         assert conn is not None
         table = self.server.connections
         table.waiting(conn)
-        if not cast(io.BufferedReader, self.rfile).peek(1):  # makefile('rb') is buffered
+        if not self._peek(1):
             return False
         table.reading(conn)
         try:
@@ -235,7 +245,7 @@ class _Handler(socketserver.StreamRequestHandler):
         text = line.decode("latin-1")
         text = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
         parts = text.split(" ")
-        if len(parts) != 3 or not all(parts) or any(c in text for c in "\t\r\x00"):
+        if len(parts) != 3 or not all(parts) or "\t" in text or "\r" in text or "\x00" in text:
             raise _BadRequest(400, f"bad request line {line[:80]!r}")
         if parts[2] not in VERSIONS:
             if parts[2].startswith("HTTP/"):
@@ -269,7 +279,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 headers.continue_last(last, text.strip())
                 continue
             name, colon, value = text.partition(":")
-            if not colon or not name or not _TOKEN.issuperset(name.encode("latin-1")):
+            if not colon or not _is_token(name):
                 raise _BadRequest(400, f"bad header line {text[:80]!r}")
             headers.add(name, value.strip(" \t"))
             last = name.lower()
@@ -278,10 +288,10 @@ class _Handler(socketserver.StreamRequestHandler):
     def _framing(version: str, headers: _Headers) -> bool:
         """Where the request ends is beyond doubt (else :class:`_BadRequest`); whether the
         connection closes after the answer."""
-        if headers.get_all("Transfer-Encoding"):
+        if headers.values("Transfer-Encoding"):
             raise _BadRequest(400, "a request with Transfer-Encoding is refused: every endpoint is a GET "
                                    "without a body")
-        lengths = headers.get_all("Content-Length")
+        lengths = headers.values("Content-Length")
         if len(lengths) > 1:
             raise _BadRequest(400, "a request with more than one Content-Length is refused")
         if lengths and (not lengths[0].isdigit() or not lengths[0].isascii()):
