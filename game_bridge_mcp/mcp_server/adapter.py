@@ -46,6 +46,7 @@ from ..core.bridge import Bridge
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..errors import BridgeError
 from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, UNTIL, ToolDef
+from ..outputs import FLAT_TOOL_OUTPUT, output_schema
 from . import logs
 
 log = logging.getLogger("game_bridge_mcp")
@@ -70,7 +71,7 @@ EAGER_MAX_REREAD_S = 60.0
 def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
           schema: dict | None = None) -> types.Tool:
     return types.Tool(name=name or defn.name, title=defn.title, description=description or defn.description,
-                      inputSchema=schema or defn.input_schema,
+                      inputSchema=schema or defn.input_schema, outputSchema=output_schema(defn.name),
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
@@ -107,28 +108,46 @@ def _nests_within(value: Any, limit: int) -> bool:
     return True
 
 
-def _result_parts(value: dict[str, Any]) -> tuple[str, bool, bool, ImagePayload | None]:
-    """A result's text, whether the value also goes out as structuredContent, whether
-    that text is strict JSON, and the image it carries (get_screenshot's), which is taken
-    out of the value."""
+#: What stands in for containers nested deeper than STRUCTURED_DEPTH in structuredContent.
+TOO_DEEP = "(nested too deeply for structuredContent; the text block has it whole)"
+
+
+def _cut_deep(value: Any, limit: int) -> Any:
+    """``value`` with every container nested ``limit`` levels down replaced by TOO_DEEP
+    (recursion bounded by ``limit``, whatever the document's depth)."""
+    if isinstance(value, dict):
+        return {key: _cut_deep(item, limit - 1) for key, item in value.items()} if limit > 0 else TOO_DEEP
+    if isinstance(value, list):
+        return [_cut_deep(item, limit - 1) for item in value] if limit > 0 else TOO_DEEP
+    return value
+
+
+def _result_parts(value: dict[str, Any]) -> tuple[str, Any, bool, ImagePayload | None]:
+    """A result's text, the value that goes out as its structuredContent (every answer has
+    one: the tools declare an outputSchema), whether that text is strict JSON, and the
+    image it carries (get_screenshot's), which is taken out of the value."""
     image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
     text, strict = _dumps_strict(value)
-    # structuredContent duplicates the text, so only for answers of a sane size and depth:
-    # the SDK's serializer gives up (and takes the session down) past a few hundred levels.
-    structured = len(text) <= STRUCTURED_LIMIT and isinstance(value, dict) and _nests_within(value, STRUCTURED_DEPTH)
+    # The SDK's serializer gives up (and takes the session down) past a few hundred levels:
+    # a deeper answer's structuredContent is cut at STRUCTURED_DEPTH (the text stays whole).
+    structured = value if _nests_within(value, STRUCTURED_DEPTH) else _cut_deep(value, STRUCTURED_DEPTH)
     return text, structured, strict, image if isinstance(image, ImagePayload) else None
 
 
 def result_of(value: dict[str, Any]) -> types.CallToolResult:
-    """The text block (and structuredContent) of a result; an image it carries
+    """The text block and structuredContent of a result; an image it carries
     (get_screenshot's) follows as an image block, so a client that shows no images still
     has everything else."""
     text, structured, _strict, image = _result_parts(value)
+    return result_of_parts(text, structured, image)
+
+
+def result_of_parts(text: str, structured: Any, image: ImagePayload | None) -> types.CallToolResult:
     content: list[Any] = [types.TextContent(type="text", text=text)]
     if image is not None:
         content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),
                                           mimeType=image.mime))
-    return types.CallToolResult(content=content, structuredContent=value if structured else None, isError=False)
+    return types.CallToolResult(content=content, structuredContent=structured, isError=False)
 
 
 def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult) -> bytes:
@@ -141,8 +160,9 @@ def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult)
 def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult]) -> list[bytes]:
     """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
     empties): a large value is let go as soon as its text is made, and each copy of the
-    text as soon as the next exists, so a 10 MB answer is about two copies at its peak,
-    not five (the value, its text, the escaped text, the line, its bytes)."""
+    text as soon as the next exists, so a 10 MB answer is about two copies at its peak
+    (three while the text is encoded as the structuredContent), not six (the value, its
+    text, the escaped text, the structuredContent, the line, its bytes)."""
     outcome = holder.pop()
     head = ('{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":').encode("utf-8")
     if not isinstance(outcome, dict):
@@ -150,20 +170,17 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
         wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
         return [head + json.dumps(wire, ensure_ascii=False).encode("utf-8") + b"}\n"]
     text, structured, strict, image = _result_parts(outcome)
-    if structured and not strict:  # NaN in a host's value: rendered as the SDK renders it
-        return call_result_chunks(ident, [types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structuredContent=outcome, isError=False)])
-    del outcome  # structured or not, the text stands for it from here on
+    if not strict or structured is not outcome:  # NaN in a host's value, or cut deep: as the SDK renders it
+        return call_result_chunks(ident, [result_of_parts(text, structured, image)])
+    del outcome, structured  # the text stands for the value from here on: it IS the structuredContent
     escaped = json.dumps(text, ensure_ascii=False).encode("utf-8")
     tail = b"}"
     if image is not None:
         tail += (b',{"type":"image","data":"' + base64.b64encode(image.data) + b'","mimeType":'
                  + json.dumps(image.mime).encode("utf-8") + b"}")
-    chunks = [head, b'{"content":[{"type":"text","text":', escaped, tail, b"]"]
-    del escaped
-    if structured:
-        chunks += [b',"structuredContent":', text.encode("utf-8")]
-    del text
+    chunks = [head, b'{"content":[{"type":"text","text":', escaped, tail, b"]", b',"structuredContent":',
+              text.encode("utf-8")]
+    del escaped, text
     chunks.append(b',"isError":false}}\n')
     return chunks
 
@@ -263,7 +280,7 @@ class BridgeServer:
                 tools.append(types.Tool(
                     name=flat, title=f"{spec.name} on port {port}",
                     description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
-                    inputSchema=schema,
+                    inputSchema=schema, outputSchema=FLAT_TOOL_OUTPUT,
                     annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
         self._eager_tools, self._eager_until = mapping, until
         return tools
