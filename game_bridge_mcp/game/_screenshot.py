@@ -104,7 +104,7 @@ class Screenshots:
     """
 
     def __init__(self, capture: Capture, *, window: Optional[Callable[[], Any]] = None,
-                 wait_s: float = WAIT_S) -> None:
+                 wait_s: float = WAIT_S, on_request: Optional[Callable[[], None]] = None) -> None:
         if not callable(capture):
             raise TypeError(f"the screenshot capture must be callable, not {type(capture).__name__}")
         self.capture = capture
@@ -114,6 +114,8 @@ class Screenshots:
         self._lock = threading.Lock()
         self._waiting: list[_Request] = []
         self._stopped = False
+        #: Called once a request is waiting (the kit wakes a paused loop with it).
+        self.on_request = on_request
 
     # ------------------------------------------------------------------ HTTP thread
     def answer(self, query: str) -> Answer:
@@ -130,6 +132,8 @@ class Screenshots:
                 return _unavailable(f"{MAX_WAITING} screenshots are already waiting for the game's "
                                     "next frame; ask again when one has been answered")
             self._waiting.append(request)
+        if self.on_request is not None:
+            self.on_request()
         if not request.done.wait(self.wait_s):
             with self._lock:
                 if request in self._waiting:

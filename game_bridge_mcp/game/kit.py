@@ -202,7 +202,7 @@ class GameBridge:
         """
 
         def register(target: Capture) -> Capture:
-            self._screenshots = Screenshots(target, window=window, wait_s=wait_s)
+            self._screenshots = Screenshots(target, window=window, wait_s=wait_s, on_request=self._wake_if_paused)
             self._routes[SCREENSHOT] = self._screenshots.answer
             self.advertise("screenshot")
             return target
@@ -393,9 +393,13 @@ class GameBridge:
             return self._outcomes.completed >= after
         return self._outcomes.wait(after, timeout_s)
 
+    def _wake_if_paused(self) -> None:
+        if self._clock.paused:
+            self._wake.set()  # a paused loop captures now rather than at its next tick
+
     def wait_for_work(self, timeout_s: float) -> None:
         """Sleep up to ``timeout_s`` (a loop between frames), ending early when a command
-        arrives for a paused game or the bridge stops."""
+        or a screenshot request arrives for a paused game, or the bridge stops."""
         self._wake.wait(timeout_s)
 
     # ------------------------------------------------------------------ the clock

@@ -201,8 +201,8 @@ def loop(driver: Any, bridge: Any) -> None:
         delay = next_tick - time.monotonic()
         if delay > 0:
             bridge.wait_for_work(delay)
-        else:
-            next_tick = time.monotonic()  # behind: no catch-up burst
+        elif delay < -PERIOD_S:
+            next_tick = time.monotonic()  # a frame or more behind: no catch-up burst
 
 
 def _popup(driver: Any, popup: Any) -> None:
