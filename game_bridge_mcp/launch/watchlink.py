@@ -228,10 +228,8 @@ class WatcherLink:
             return True
         try:
             self._answers += os.read(proc.stdout.fileno(), 4096)
-        except (BlockingIOError, InterruptedError):
+        except OSError:  # nothing yet (EAGAIN), or its end is gone: the deadline decides
             pass
-        except OSError:
-            pass  # its end is gone: the deadline decides
         lines = self._answers.split(b"\n")
         self._answers = lines[-1][-64:]
         for line in lines[:-1]:
