@@ -86,6 +86,12 @@ ADVANCE_ANSWER = _with_digest(_object("advance's answer", {
     "port": INT, "tool": {"const": "advance"}, "matched": BOOL, "framesAdvanced": INT,
     "path": STR, "event": STR, "value": _game("The value the condition held with"),
     "lastValue": _game("The value after the last frame"),
+    "inputs": {"type": "array", "description": "With inputs: each one's at, tool, commandId and outcome "
+               "(ok with result or error; done: false while still in progress)",
+               "items": {"type": "object", "properties": {"at": INT, "tool": STR, "commandId": INT_OR_NULL,
+                                                          "ok": BOOL, "done": BOOL, "error": STR,
+                                                          "result": _game("What the input command returned")}}},
+    "screenshot": {"type": "object", "description": "With screenshot: get_screenshot's fields for the picture after"},
 }, ("port", "tool", "matched", "framesAdvanced")))
 
 STATE_DIGEST = _with_digest(_object("get_state {summary: true}'s answer", {"port": INT}, ("port",)))

@@ -21,6 +21,17 @@ from .errors import BridgeUsageError
 
 _PORT = {"type": "integer", "minimum": 1, "maximum": 65535,
          "description": "The game instance's port. Optional: defaults to --port, then GAME_BRIDGE_PORT, then the one instance this bridge launched, then 7777."}
+#: One of advance's timed inputs (core/inputs.py checks them whole, with messages).
+_TIMED_INPUT = {"type": "object", "required": ["at"], "additionalProperties": False, "properties": {
+    "at": {"type": "integer", "minimum": 0, "maximum": MAX_STEP_FRAMES - 1, "description": "The frame of the advance before which it is delivered (0: before the first)."},
+    "key": {"type": "string", "description": "A key name, as the game's key command takes it (right, space, a)."},
+    "action": {"type": "string", "enum": ["press", "down", "up"], "description": "For key: press (default), down or up."},
+    "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "For a key press: frames held (default 1)."},
+    "mouse": {"type": "object", "required": ["x", "y"], "additionalProperties": False, "properties": {
+        "x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
+        "button": {"type": "integer", "enum": [1, 2, 3]},
+        "action": {"type": "string", "enum": ["click", "down", "up", "move"]}}},
+    "text": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
 
 #: ``call_tool``'s ``until`` (and, with ``--eager``, every flat game tool's).
@@ -123,11 +134,15 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
         "or frame by frame until 'until' holds (the shapes of wait_for: {path, equals}, {path, changes: true}, "
         "{event} for an event that appears meanwhile), at most maxFrames. Stops at exactly the first frame "
         "where the condition holds and returns the digest then, with matched and framesAdvanced, and "
-        "delivered: the commands answered pending that it delivered. A running game is paused first. Launch with paused: true for the same result from the same seed and moves.",
+        "delivered: the commands answered pending that it delivered. With inputs, the frames run with keys, "
+        "the pointer and text delivered at given frames (hold right, jump at frame 10: one call, the same every time). "
+        "A running game is paused first. Launch with paused: true for the same result from the same seed and moves.",
         _schema({"port": _PORT,
                  "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
                  "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true} or {event}. Checked on the current state first."},
-                 "maxFrames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."}}),
+                 "maxFrames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."},
+                 "inputs": {"type": "array", "maxItems": 256, "items": _TIMED_INPUT, "description": "With frames, for a game with clock and input: input delivered at given frames of the advance, e.g. [{at: 0, key: right, action: down}, {at: 10, key: space}, {at: 30, key: right, action: up}, {at: 12, mouse: {x, y}}]; at counts frames from the start (0: before the first) and is less than frames. The answer lists each input's outcome under inputs."},
+                 "screenshot": {"type": "boolean", "description": "Also take a screenshot after the frames: its fields under screenshot (changed: whether the picture differs from the last one) and the picture when it changed."}}),
         "advance", destructive=False),
     ToolDef(
         "get_events", "Read the game's events, each once",

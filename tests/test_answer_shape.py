@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import anyio
 import pytest
 
-from game_bridge_mcp.core.answer import CONTRACT_FIELDS
+from game_bridge_mcp.core.outcome import CONTRACT_FIELDS
 from game_bridge_mcp.game._fruit import FruitMerge
 from game_bridge_mcp.game.demo import build
 from kit_helpers import looping
@@ -72,7 +72,7 @@ def test_every_answer_has_the_documented_fields(kind: str) -> None:
 def test_a_game_that_serves_only_the_floor_still_gets_the_shape() -> None:
     """A /state with no ui, no game and no events: the contract's fields are there,
     empty, rather than missing."""
-    from game_bridge_mcp.core.answer import command_answer
+    from game_bridge_mcp.core.outcome import command_answer
 
     answer = command_answer({"port": 1, "tool": "t", "via": "raw", "command": "t", "applied": True,
                              "commandId": 3, "confirmation": "completedCommandId", "note": "n", "result": 1}, {})

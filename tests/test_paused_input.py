@@ -17,7 +17,7 @@ from typing import Annotated, Any, Iterator
 import anyio
 import pytest
 
-from game_bridge_mcp.core.answer import CONTRACT_FIELDS
+from game_bridge_mcp.core.outcome import CONTRACT_FIELDS
 from game_bridge_mcp.core.pending import MAX_PENDING, PendingCommands
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.game import GameBridge

@@ -26,11 +26,10 @@ from ..contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING
 from . import events, listing, ports
 from .. import polling
 from .events import answer_digest
-from .answer import command_answer
 from .digest import get_path
-from .outcome import command_outcome
+from .outcome import command_answer, command_outcome
 from .pending import CLOCK_COMMANDS, PendingCommands, pending_note
-from .screenshot import Screenshots
+from .screenshot import IMAGE_KEY, Screenshots
 from ..errors import BridgeError, BridgeUsageError, CommandFailed, CommandRejected, GameOffline, GamePaused
 from ..jsonio import as_int, large_documents_scope
 from ..manifest.choose import ManifestFile, RecentMisses, choose_manifest
@@ -605,16 +604,24 @@ class Bridge:
         return {"port": target, **result, **self._digest(target, state)}
 
     def advance(self, *, port: Any = None, frames: Any = None, until: Any = None,
-                max_frames: Any = None) -> dict[str, Any]:
-        """Step a paused game (the clock extension): see core/clock.py."""
+                max_frames: Any = None, inputs: Any = None, screenshot: bool | None = None) -> dict[str, Any]:
+        """Step a paused game (the clock extension): see core/clock.py; with ``inputs``,
+        input delivered at given frames (core/inputs.py); with ``screenshot``, the picture
+        after, and whether it changed."""
         target = self._port(port)
         inst = self._instance(target)
         with inst.command_lock:  # every frame on the connection the client keeps to the game
             run = clock.Advance(inst.client, timeout_ms=self.config.timeout_ms, behind=inst.pending.newest_id)
-            answer: dict[str, Any] = self._guarded(target, lambda: run.run(frames, until, max_frames))
+            answer: dict[str, Any] = self._guarded(target, lambda: run.run(frames, until, max_frames, inputs))
             if len(inst.pending) and run.last_state is not None:  # the commands it delivered
                 answer.update(inst.pending.settle(run.last_state, inst.client.generation))
-            return answer
+        if screenshot:
+            shot = self.get_screenshot(port=target)
+            image = shot.pop(IMAGE_KEY, None)
+            answer["screenshot"] = {k: v for k, v in shot.items() if k != "port"}
+            if image is not None:
+                answer[IMAGE_KEY] = image
+        return answer
 
     # ------------------------------------------------------------------ eager
     def eager_targets(self) -> list[tuple[int, Manifest]]:

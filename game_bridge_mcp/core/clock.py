@@ -19,6 +19,7 @@ Rules an agent can rely on (docs/clock.md says them too):
   from the state before the first step.
 * Every step must move ``simFrame`` by exactly its frames; otherwise the game's clock is
   broken and ``advance`` stops with ClockBroken (rendered as NotAGameSurface).
+* ``inputs``: the frames run with input delivered at given frames (core/inputs.py).
 * Commands that were answered as pending (core/pending.py) complete as the frames run,
   and a step's completion is published only after theirs (commands complete in queue
   order): while one of them is not done, a step is confirmed by ``simFrame`` reaching
@@ -39,6 +40,7 @@ from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed,
 from ..jsonio import as_int
 from ..wire.client import GameClient
 from .digest import get_path
+from . import inputs as timed_inputs
 from .events import answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
@@ -101,27 +103,32 @@ class Advance:
         #: fields): the answer is a digest, and the condition reads digest fields.
         self.digest = True
 
-    def run(self, frames: Any, until: Any, max_frames: Any) -> dict[str, Any]:
+    def run(self, frames: Any, until: Any, max_frames: Any, inputs: Any = None) -> dict[str, Any]:
         count = _frames_arg("frames", frames)
         bound = _frames_arg("maxFrames", max_frames)
         condition = parse_until(until) if until is not None else None
         if condition is None and bound is not None:
             raise BridgeUsageError("advance: maxFrames bounds an 'until'; to run a fixed number of frames "
                                    "give only 'frames'.")
+        if inputs is not None:  # timed input: core/inputs.py
+            if condition is not None:
+                raise BridgeUsageError("advance: inputs run over a fixed number of frames: give 'frames', "
+                                       "not 'until' (then advance with until from there).")
+            return timed_inputs.run(self, count or 0, timed_inputs.parse(inputs, count))
         self.condition = condition
         self.digest = condition is None or condition.digest_answers is not False
-        state = self._start()
+        state = self.start()
         generation = self.client.generation
         if condition is None:
-            state = self._step(count or 1, state, generation)
-            return self._answer(state, matched=True)
+            state = self.step(count or 1, state, generation)
+            return self.answer(state, matched=True)
         bounds = [b for b in (count, bound) if b is not None]
         limit = min(bounds) if bounds else DEFAULT_MAX_FRAMES
         watch = condition.watch(baseline=state)
         matched = watch.observe(state)  # what already holds needs no frame
         while not matched and self.advanced < limit:
             polling.check_cancelled()  # a cancelled call ends between frames, not after maxFrames
-            state = self._step(1, state, generation)
+            state = self.step(1, state, generation)
             matched = watch.observe(state)
             if not matched:
                 polling.report_progress(self.advanced, limit, f"advancing until {condition.describe()}: "
@@ -135,10 +142,10 @@ class Advance:
             seen["value"] = watch.value  # the value the condition held with (as wait_for says it)
         if condition.changes and watch.initial is not None:
             seen["initialValue"] = watch.initial[1]
-        return self._answer(state, matched=matched, **seen)
+        return self.answer(state, matched=matched, **seen)
 
     # ------------------------------------------------------------------ parts
-    def _start(self) -> dict[str, Any]:
+    def start(self) -> dict[str, Any]:
         """Check the game has a clock, pause it when it runs; the state to start from."""
         self.client.health()
         features = self.client.features or frozenset()
@@ -164,7 +171,7 @@ class Advance:
                               "its frames.")
         return state
 
-    def _step(self, frames: int, before: dict[str, Any], generation: int) -> dict[str, Any]:
+    def step(self, frames: int, before: dict[str, Any], generation: int) -> dict[str, Any]:
         timeout_ms = self.timeout_ms
         if frames > 1:  # one step of many frames: allow for the game's frames on top
             period = self.client.frames.period_s
@@ -274,7 +281,7 @@ class Advance:
     def _where(self, before: Mapping[str, Any]) -> str:
         return f"after {self.advanced} frames (simFrame {before.get('simFrame')})"
 
-    def _answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
+    def answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
         self.last_state = dict(state)
         digest = answer_digest(self.client, state)  # the whole digest; each event once
         result: dict[str, Any] = {"port": self.port, "tool": "advance", "matched": matched,
