@@ -1,14 +1,13 @@
-"""The HTTP transport to a game: one GET on loopback under one deadline.
+"""The HTTP transport to a game: one GET on loopback under one deadline, and a pool of
+kept-alive connections.
 
 Why not ``urllib.request.urlopen``: its timeout applies to each socket operation, so a
 peer that trickles a byte every half second keeps a request alive for ever; it follows
-redirects and honours ``http_proxy`` by default. This module reads the answer itself
-(status line, headers, a Content-Length, chunked or read-to-close body, with
-``http.client``'s limits of 64 KiB a line and 100 headers) from a socket whose every
-read is given the time left until one absolute deadline, so the whole request (connect,
-headers, body) ends by that deadline. It never follows redirects, never consults proxy
-settings, and reads at most ``max_bytes`` of body. (``http.client`` itself parses
-headers with the ``email`` package: a third of the bridge's CPU per call.)
+redirects and honours ``http_proxy`` by default. Here the whole request (connect,
+headers, body) ends by one absolute deadline; redirects are never followed, proxy
+settings never consulted, and at most ``max_bytes`` of body is read. The request and its
+answer on a connected socket are :mod:`.http11`'s; this module connects, reuses
+connections and ends a request whose call was cancelled.
 
 The opener is a plain callable, injectable everywhere (``GameClient(opener=...)``,
 ``Bridge(opener=...)``), so tests and users can drive the bridge without a socket.
@@ -20,16 +19,14 @@ one connection when the game allows it, with the same deadline, cap and errors.
 
 from __future__ import annotations
 
-import re
 import select
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from collections.abc import Mapping
 from typing import Protocol
 
 from .. import polling
+from .http11 import Exchange, HttpResponse, TransportError
 
 #: Default cap on a response body. A 10 MB /state must pass; an endless body must not.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -37,244 +34,10 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 HEALTH_MAX_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class HttpResponse:
-    """What an opener returns: the status, the body and the headers that matter."""
-
-    status: int
-    body: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-class TransportError(Exception):
-    """A request that did not produce a usable HTTP answer.
-
-    ``kind`` is one of ``refused`` (nothing listening), ``timeout`` (the deadline
-    passed), ``reset`` (the peer went away mid-request), ``too-large`` (the body passed
-    the cap) and ``malformed`` (not HTTP, broken headers, a body shorter than promised).
-    """
-
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
-        self.detail = detail
-
-
 class Opener(Protocol):
     """``opener(url, timeout=seconds, max_bytes=n) -> HttpResponse``; raises TransportError."""
 
     def __call__(self, url: str, *, timeout: float, max_bytes: int) -> HttpResponse: ...
-
-
-_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
-#: Longest status or header line, and most headers, accepted (http.client's limits).
-MAX_LINE = 65536
-MAX_HEADERS = 100
-#: What one read asks for: a bytes object of this size is allocated (and shrunk) per
-#: read, so above the allocator's mmap threshold (128 KiB) every read would map, fault in
-#: and unmap fresh pages (about 0.1 ms a request). A large body is read straight into one
-#: buffer instead (``exactly``).
-_RECV_SIZE = 64 * 1024
-
-
-class _Malformed(Exception):
-    """Not HTTP: becomes ``TransportError("malformed", "not a valid HTTP answer (...)")``."""
-
-
-class _NoAnswer(Exception):
-    """The peer closed the connection before a byte of answer: a ``reset``."""
-
-
-class _AnswerReader:
-    """Reads one HTTP answer from a socket, every recv given only the time left until the
-    deadline. Its own buffer says exactly what arrived beyond the answer.
-
-    Why not ``http.client``: its header parsing runs the ``email`` package's parser on
-    every answer (about 17 us, a third of the bridge's CPU per confirmed call once many
-    instances are driven at once). The answers that matter here are small and simple,
-    and this reader keeps http.client's limits (64 KiB lines, 100 headers)."""
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self._sock = sock
-        self._deadline = deadline
-        self.buffer = bytearray()
-        self.received = 0
-
-    def _time_left(self) -> float:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            raise socket.timeout("deadline passed")
-        self._sock.settimeout(remaining)
-        if _QUICKACK is not None:
-            # On a kept-alive connection Linux delays ACKs (up to 40 ms); a game that writes
-            # its headers and body in two sends would wait for that ACK (Nagle) each time.
-            try:
-                self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-            except OSError:
-                pass
-        return remaining
-
-    def _fill(self) -> bool:
-        """Read what has arrived into the buffer; False at EOF."""
-        self._time_left()
-        chunk = self._sock.recv(_RECV_SIZE)
-        if not chunk:
-            return False
-        self.received += len(chunk)
-        self.buffer += chunk
-        return True
-
-    def head_block(self) -> bytes:
-        """The status line and headers, up to and including the blank line that ends them
-        (lines end with CRLF or a bare LF), read in as few ``recv`` calls as the answer
-        came in; what arrived so far if the peer closes first (b"" when nothing did)."""
-        scanned = 0
-        buffer = self.buffer
-        while True:
-            start = max(0, scanned - 2)
-            crlf = buffer.find(b"\n\r\n", start)
-            bare = buffer.find(b"\n\n", start)
-            if crlf >= 0 or bare >= 0:
-                cut = min(i for i in (crlf + 3 if crlf >= 0 else -1, bare + 2 if bare >= 0 else -1) if i >= 0)
-                block = bytes(buffer[:cut])
-                del buffer[:cut]
-                return block
-            if len(buffer) - (buffer.rfind(b"\n") + 1) > MAX_LINE:
-                raise _Malformed(f"a line of over {MAX_LINE} bytes")
-            if buffer.count(b"\n") > MAX_HEADERS + 1:
-                raise _Malformed(f"got more than {MAX_HEADERS} headers")
-            scanned = len(buffer)
-            if not self._fill():
-                block = bytes(buffer)
-                buffer.clear()
-                return block
-
-    def line(self) -> bytes:
-        """One line with its ending (a chunked body's size lines); b"" at EOF (a partial
-        last line is returned as is)."""
-        scanned = 0
-        while True:
-            newline = self.buffer.find(b"\n", scanned)
-            if newline >= 0:
-                if newline > MAX_LINE:
-                    raise _Malformed(f"a line of over {MAX_LINE} bytes")
-                line = bytes(self.buffer[:newline + 1])
-                del self.buffer[:newline + 1]
-                return line
-            if len(self.buffer) > MAX_LINE:
-                raise _Malformed(f"a line of over {MAX_LINE} bytes")
-            scanned = len(self.buffer)
-            if not self._fill():
-                line = bytes(self.buffer)
-                self.buffer.clear()
-                return line
-
-    def exactly(self, size: int) -> bytes:
-        """``size`` bytes, straight into one buffer; malformed if the peer closes first."""
-        out = bytearray(size)
-        view = memoryview(out)
-        have = min(size, len(self.buffer))
-        view[:have] = self.buffer[:have]
-        del self.buffer[:have]
-        while have < size:
-            self._time_left()
-            count = self._sock.recv_into(view[have:])
-            if not count:
-                raise TransportError("malformed", f"the body was shorter than promised ({have} of {size} "
-                                     "bytes before the peer closed)")
-            self.received += count
-            have += count
-        return bytes(out)
-
-    def until_close(self, max_bytes: int) -> bytes:
-        while len(self.buffer) <= max_bytes:
-            if not self._fill():
-                body = bytes(self.buffer)
-                self.buffer.clear()
-                return body
-        raise TransportError("too-large", f"the body passed the {max_bytes}-byte cap")
-
-    def chunked(self, max_bytes: int) -> bytes:
-        body = bytearray()
-        while True:
-            size_line = self.line()
-            if not size_line:
-                raise TransportError("malformed", f"the body was shorter than promised ({len(body)} bytes read)")
-            try:
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise _Malformed(f"a chunk size of {size_line[:40]!r}") from None
-            if size < 0:
-                raise _Malformed(f"a chunk size of {size_line[:40]!r}")
-            if size == 0:
-                break
-            if len(body) + size > max_bytes:
-                raise TransportError("too-large", f"the body passed the {max_bytes}-byte cap")
-            body += self.exactly(size)
-            if self.line() not in (b"\r\n", b"\n"):
-                raise _Malformed("a chunk that does not end where its size says")
-        while self.line() not in (b"\r\n", b"\n", b""):  # trailers
-            pass
-        return bytes(body)
-
-
-class _Head:
-    """A status line and headers (names lower-cased; a repeated name keeps its last value)."""
-
-    def __init__(self, version: str, status: int, headers: dict[str, str]) -> None:
-        self.version = version
-        self.status = status
-        self.headers = headers
-
-
-def _read_head(reader: _AnswerReader) -> _Head:
-    """The final answer's status and headers (interim 1xx answers are skipped)."""
-    while True:
-        block = reader.head_block()
-        if not block:
-            if reader.received == 0:
-                raise _NoAnswer()
-            raise _Malformed("it ended before a status line")
-        text = block.decode("latin-1")
-        if not (text.endswith("\n\n") or text.endswith("\n\r\n")):  # the peer closed inside it
-            raise _Malformed("it ended inside the headers" if "\n" in text else "it ended before a status line")
-        lines = text.split("\n")[:-2]  # the blank line and what follows its newline
-        status_line = lines[0].rstrip("\r")
-        parts = status_line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (len(parts[1]) == 3 and parts[1].isdigit()):
-            raise _Malformed(f"status line {status_line[:60].encode('latin-1')!r}")
-        if len(lines) - 1 > MAX_HEADERS:
-            raise _Malformed(f"got more than {MAX_HEADERS} headers")
-        if max(map(len, lines)) > MAX_LINE:
-            raise _Malformed(f"a line of over {MAX_LINE} bytes")
-        version, status = parts[0], int(parts[1])
-        if "\n " in text or "\n\t" in text:
-            headers = _folded_headers(lines[1:])
-        else:  # the usual head: every header in one pass of one expression
-            headers = {name.strip().lower(): value for name, value in _HEADER.findall(text, len(lines[0]))
-                       if name.strip()}
-        if not 100 <= status < 200:
-            return _Head(version, status, headers)
-
-
-#: One header line: its name and its value without surrounding blanks (``re.M``).
-_HEADER = re.compile(r"^([^:\r\n]*):[ \t]*(.*?)[ \t]*\r?$", re.M)
-
-
-def _folded_headers(lines: list[str]) -> dict[str, str]:
-    """Headers when some are folded onto continuation lines (obsolete, but accepted)."""
-    headers: dict[str, str] = {}
-    last: str | None = None
-    for raw in lines:
-        line = raw.rstrip("\r")
-        if line[:1] in (" ", "\t") and last is not None:
-            headers[last] += " " + line.strip()
-            continue
-        name, colon, value = line.partition(":")
-        if colon and name.strip():
-            last = name.strip().lower()
-            headers[last] = value.strip()
-    return headers
 
 
 def _split_url(url: str) -> tuple[str, int, str]:
@@ -307,74 +70,6 @@ def _connect(host: str, port: int, timeout: float) -> socket.socket:
     return sock
 
 
-class _Exchange:
-    """One request and its answer on a connected socket; ``reusable`` says whether the
-    connection may carry another request afterwards."""
-
-    def __init__(self) -> None:
-        self.reader: _AnswerReader | None = None
-        self.reusable = False
-
-    def run(self, sock: socket.socket, host: str, port: int, path: str, deadline: float,
-            timeout: float, max_bytes: int, *, keep_alive: bool) -> HttpResponse:
-        try:
-            return self._run(sock, host, port, path, deadline, max_bytes, keep_alive)
-        except TransportError:
-            raise
-        except _Malformed as exc:
-            raise TransportError("malformed", f"not a valid HTTP answer ({exc})"[:300]) from None
-        except (socket.timeout, TimeoutError):
-            raise TransportError("timeout", f"the answer was not complete within {timeout * 1000:.0f}ms") from None
-        except (ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as exc:
-            raise TransportError("reset", f"the connection was reset ({type(exc).__name__})") from None
-        except _NoAnswer:
-            raise TransportError("reset", "the peer closed the connection without answering") from None
-        except (UnicodeError, ValueError) as exc:
-            raise TransportError("malformed", f"not a valid HTTP answer ({type(exc).__name__}: {exc})"[:300]) from None
-        except OSError as exc:
-            raise TransportError("reset", f"socket error: {exc}") from None
-
-    @property
-    def answered(self) -> bool:
-        """Whether any byte of an answer arrived."""
-        return self.reader is not None and self.reader.received > 0
-
-    def _run(self, sock: socket.socket, host: str, port: int, path: str, deadline: float,
-             max_bytes: int, keep_alive: bool) -> HttpResponse:
-        host_header = f"[{host}]" if ":" in host else host
-        request = (f"GET {path} HTTP/1.1\r\nHost: {host_header}:{port}\r\n"
-                   "Accept: application/json\r\n" + ("" if keep_alive else "Connection: close\r\n")
-                   + "User-Agent: game-bridge-mcp\r\n\r\n").encode("latin-1")
-        reader = self.reader = _AnswerReader(sock, deadline)
-        reader._time_left()
-        sock.sendall(request)
-        head = _read_head(reader)
-        headers = head.headers
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length_text = headers.get("content-length", "").strip()
-        length = int(length_text) if length_text.isdigit() and not chunked else None
-        if head.status in (204, 304):
-            length = 0
-        if length is not None and length > max_bytes:
-            raise TransportError("too-large", f"Content-Length {length} is over the {max_bytes}-byte cap")
-        if chunked:
-            body = reader.chunked(max_bytes)
-        elif length is not None:
-            body = reader.exactly(length)
-        else:
-            body = reader.until_close(max_bytes)
-        tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
-        if head.version == "HTTP/1.0":
-            will_close = "keep-alive" not in tokens
-        else:
-            will_close = "close" in tokens
-        # Reused only after a complete answer that said the connection stays open, with a
-        # known end and nothing after it.
-        self.reusable = (keep_alive and not will_close and (chunked or length is not None)
-                         and not reader.buffer)
-        return HttpResponse(head.status, body, headers)
-
-
 def _abort(sock: socket.socket) -> None:
     """End a request in flight from another thread (its call was cancelled): the
     blocked read returns at once."""
@@ -384,7 +79,7 @@ def _abort(sock: socket.socket) -> None:
         pass
 
 
-def _exchange(exchange: "_Exchange", sock: socket.socket, host: str, port: int, path: str, deadline: float,
+def _exchange(exchange: Exchange, sock: socket.socket, host: str, port: int, path: str, deadline: float,
               timeout: float, max_bytes: int, *, keep_alive: bool) -> HttpResponse:
     """One exchange that a cancellation of its call ends at once (see ``polling.py``):
     the socket is shut down and the request raises ``Cancelled``, not a transport error
@@ -404,7 +99,7 @@ def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BY
     polling.check_cancelled()
     sock = _connect(host, port, timeout)
     try:
-        return _exchange(_Exchange(), sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False)
+        return _exchange(Exchange(), sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False)
     finally:
         sock.close()
 
@@ -443,7 +138,7 @@ class KeepAliveSession:
         polling.check_cancelled()
         sock = self._take(host, port)
         if sock is not None:
-            exchange = _Exchange()
+            exchange = Exchange()
             try:
                 response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
             except BaseException as exc:
@@ -460,7 +155,7 @@ class KeepAliveSession:
                 self._keep(host, port, sock, exchange)
                 return response
         sock = _connect(host, port, max(deadline - time.monotonic(), 0.001))
-        exchange = _Exchange()
+        exchange = Exchange()
         try:
             response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
         except BaseException:
@@ -481,7 +176,7 @@ class KeepAliveSession:
                 continue
             return sock
 
-    def _keep(self, host: str, port: int, sock: socket.socket, exchange: _Exchange) -> None:
+    def _keep(self, host: str, port: int, sock: socket.socket, exchange: Exchange) -> None:
         if not exchange.reusable:
             sock.close()
             return
@@ -518,3 +213,5 @@ def _readable(sock: socket.socket) -> bool:
     return bool(poller.poll(0))
 
 
+__all__ = ["DEFAULT_MAX_BYTES", "HEALTH_MAX_BYTES", "HttpResponse", "KeepAliveSession", "Opener",
+           "TransportError", "loopback_opener"]
