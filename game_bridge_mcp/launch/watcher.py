@@ -50,7 +50,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-log = logging.getLogger("game_bridge_mcp.watcher")
+log = logging.getLogger("game_bridge_mcp.launch.watcher")
 
 #: How long the watcher waits between SIGTERM and SIGKILL once the bridge has gone.
 TERM_GRACE_S = 1.0
@@ -199,7 +199,7 @@ def run(fd: int, records: Records, *, bridge_pid: int | None, bridge_ctime: floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="game_bridge_mcp.watcher", description=(
+    parser = argparse.ArgumentParser(prog="game_bridge_mcp.launch.watcher", description=(
         "Reap the processes a game-bridge launched once the bridge's pipe closes. "
         "Started by the bridge; not for interactive use."))
     parser.add_argument("--bridge-pid", type=int, default=None)
