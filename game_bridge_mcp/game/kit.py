@@ -1,47 +1,6 @@
-"""The game kit: serve the game-bridge contract from a Python game in a few lines.
+"""The game kit: :class:`GameBridge` serves the game-bridge contract from a Python game.
 
-Every game that wants to be drivable needs the same HTTP surface
-(``/health``, ``/state``, ``/command``, ``/tools``), the same fire-and-forget command
-queue drained on the game's own thread, ``completedCommandId``, a manifest that matches
-the commands, a registry entry and a clean ``close``, and the extensions an agent needs
-(``results``, ``after``, ``view``, ``events``, ``clock``). Getting those subtly wrong (a
-command applied on the HTTP thread, a ``/state`` read mid-update, an entry written
-before the port is bound) is what makes agents' tests flaky. Here they are done once.
-
-Usage::
-
-    bridge = GameBridge("My Game", "1.0", state=lambda: {"game": {"score": world.score}},
-                        description="Stack crates; the tower falling ends the round.",
-                        clock=True)
-
-    @bridge.command(description="Drop the held piece at world x.", toolset="play")
-    def drop(x: Annotated[float, Range(-3, 3)]) -> dict:
-        return world.drop(x)                   # the command's result, for the agent
-
-    bridge.start(debug_port_from_argv())      # binds 127.0.0.1, then registers
-    bridge.run(world.update, hz=60)            # until an agent sends close
-
-Threading model (the choice this module makes, and what it asks of the game):
-
-* HTTP requests are answered on server threads. ``/command`` converts and validates the
-  arguments there and answers at once with a ``commandId``; the command itself runs
-  later, inside :meth:`GameBridge.pump`, on whichever thread calls it (the game
-  thread). Commands complete in queue order (:mod:`._kit.outcomes`); a request held with
-  ``after`` is released the moment its command completes.
-* ``/state`` is built **on request**, by calling the game's state function on the HTTP
-  thread while holding :attr:`GameBridge.lock`. ``pump()`` holds the same (reentrant)
-  lock while it applies commands, and :meth:`GameBridge.run` holds it while it calls
-  the game's update, so a snapshot never sees half a frame. A game with its own loop
-  that mutates its world outside ``pump()`` should do so inside ``with bridge.lock:``
-  (or have its state function copy what it reads). The snapshot is encoded to JSON
-  under the lock too, so it may reference live lists and dicts.
-* ``/health`` takes no lock: it reads a few integers, so it stays cheap while the game
-  is busy.
-* With ``clock=True`` the game's update runs only when the clock says so
-  (:meth:`GameBridge.sim_dt`): not while paused, except for the frames a ``step`` owes.
-
-Standard library only. The registry writer is imported when the server starts, not
-when this module is imported.
+docs/game-side.md says how to use it, and which thread runs what.
 """
 
 from __future__ import annotations
@@ -66,7 +25,7 @@ from ._kit.routes import Handler, kit_routes
 from ._screenshot import WAIT_S as SCREENSHOT_WAIT_S
 from ._screenshot import Capture, Screenshots
 from ._kit.serving import Serving
-from ._kit.state import RawJson, digest_view, encode_state, full_view
+from ._kit.state import RawJson, encode_state, state_document
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +45,7 @@ DESCRIPTION_SHOWN = DESCRIPTION_CHARS
 
 
 class GameBridge:
-    """One game's debug surface. See the module docstring for the threading model.
+    """One game's debug surface (docs/game-side.md says which thread runs what).
 
     ``name``/``version`` identify the game in ``/tools`` and the registry entry;
     ``description`` (what the game is, its rules, how to win or lose) is
@@ -504,20 +463,11 @@ class GameBridge:
         the game is running)."""
         digest = view == "digest"
         source = self.digest_fn if digest and self.digest_fn is not None else self.state_fn
-        base = source() if source is not None else {}
-        if not isinstance(base, Mapping):
-            raise TypeError(f"the state function returned a {type(base).__name__}, not a dict")
-        kit: dict[str, Any] = {"frame": self._frame}
-        sim = self.sim_frame if self.sim_frame is not None else base.get("simFrame")
-        if sim is not None:
-            kit["simFrame"] = sim
-        kit["completedCommandId"] = self._outcomes.completed
-        if self._clock.enabled:
-            kit["paused"] = self._clock.paused
-        tail = {"events": self._events.tail(), "commandResults": self._outcomes.recent()}
-        if digest:
-            return digest_view(base, kit, tail)
-        return full_view(base, kit, tail, self._kit_keys)
+        return state_document(source() if source is not None else {}, digest=digest, frame=self._frame,
+                              sim_frame=self.sim_frame, completed=self._outcomes.completed,
+                              paused=self._clock.paused if self._clock.enabled else None,
+                              events=self._events.tail(), results=self._outcomes.recent(),
+                              kit_keys=self._kit_keys)
 
     def encoded_state(self, view: str = "full") -> bytes:
         """:meth:`snapshot` as strict JSON, built and encoded under :attr:`lock`."""

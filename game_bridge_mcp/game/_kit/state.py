@@ -136,3 +136,24 @@ def digest_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[s
             value = capped_ui(value)
         doc[key] = value
     return doc
+
+
+def state_document(base: Any, *, digest: bool, frame: int, sim_frame: int | None, completed: int,
+                   paused: bool | None, events: list[Any], results: list[Any],
+                   kit_keys: frozenset[str]) -> dict[str, Any]:
+    """The ``/state`` document (the digest view when ``digest``): the game's ``base``
+    with the kit's fields; ``sim_frame`` None falls back to the game's own ``simFrame``,
+    ``paused`` None (no kit clock) leaves ``paused`` to the game."""
+    if not isinstance(base, Mapping):
+        raise TypeError(f"the state function returned a {type(base).__name__}, not a dict")
+    kit: dict[str, Any] = {"frame": frame}
+    sim = sim_frame if sim_frame is not None else base.get("simFrame")
+    if sim is not None:
+        kit["simFrame"] = sim
+    kit["completedCommandId"] = completed
+    if paused is not None:
+        kit["paused"] = paused
+    tail = {"events": events, "commandResults": results}
+    if digest:
+        return digest_view(base, kit, tail)
+    return full_view(base, kit, tail, kit_keys)
