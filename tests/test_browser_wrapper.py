@@ -153,6 +153,22 @@ def test_misbehaviour_is_reported_as_events(game: Wrapped, tmp_path: Path) -> No
     assert game.run("cmd=step&frames=1")["paused"] is True  # and the page plays on
 
 
+def test_the_pages_own_commands_are_published_and_run_in_the_page(game: Wrapped) -> None:
+    tools = game.doc("/tools")
+    page = next(t for t in tools["toolsets"] if t["name"] == "page")
+    teleport = next(c for c in page["tools"] if c["name"] == "teleport")
+    assert teleport["description"] == "Put the mover at x."
+    assert teleport["inputSchema"]["properties"]["x"] == {"type": "integer", "minimum": 0, "maximum": 199}
+    assert teleport["inputSchema"]["required"] == ["x"]
+    moved = game.outcome(game.send("cmd=teleport&x=50"))
+    assert moved["result"] == {"x": 50} and game_state(game)["x"] == 50  # done, and seen done
+    assert game.doc("/command?cmd=teleport&x=500")["accepted"] is False  # its bounds, at the door
+    failed = game.outcome(game.send("cmd=boom"))
+    assert failed["ok"] is False and failed["error"] == "no such luck"
+    later = game.outcome(game.send("cmd=later"))
+    assert later["ok"] is True and "returned a promise" in later["result"]
+
+
 def test_running_the_page_runs_its_frames_and_pause_holds_it(game: Wrapped) -> None:
     start = game_state(game)["frames"]
     game.run("cmd=resume")

@@ -87,6 +87,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     from playwright.sync_api import Error as PlaywrightError
 
     from ..kit import GameBridge
+    from . import _commands as page_commands
     from ._input import input_commands
     from ._page import Page, PageGone
 
@@ -148,6 +149,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     for func in input_commands(driver.devices, driver):
         bridge.command(func, toolset="input")
     bridge.advertise("input")
+    page_commands.register(bridge, driver, driver.seen.get("commands"))
     _on_signals(bridge, grouped)
     try:
         port = bridge.start(opts.port)

@@ -106,12 +106,16 @@ INIT = r"""
     }
     return doc;
   };
-  gb.command = async (name, args) => {
+  gb.command = (name, args) => {
     const entry = window.gameBridge && window.gameBridge.commands && window.gameBridge.commands[name];
     const fn = typeof entry === 'function' ? entry : entry && entry.run;
-    if (typeof fn !== 'function') throw new Error(`the page has no command ${name} (window.gameBridge.commands)`);
-    const value = await fn(args);
-    return value === undefined ? null : JSON.parse(JSON.stringify(value));
+    if (typeof fn !== 'function') throw new Error(`the page has no command ${name} now (window.gameBridge.commands)`);
+    const value = fn(args);
+    if (value && typeof value.then === 'function') {
+      value.then(() => {}, (e) => { if (typeof reportError === 'function') reportError(e); });
+      return { promise: true };
+    }
+    return { value: value === undefined ? null : JSON.parse(JSON.stringify(value)) };
   };
 })();
 """
@@ -133,6 +137,8 @@ async ([ms, maxText, look]) => {
 }
 """
 
+#: Run one of the page's own commands: ``[name, args]`` -> ``{value}`` or ``{promise: true}``.
+COMMAND = "([name, args]) => window.__gameBridge.command(name, args)"
 #: Whether the clock can be driven directly (without one init script per step).
 HAS_CLOCK = "() => !!(globalThis.__pwClock && globalThis.__pwClock.controller && globalThis.__pwClock.controller.runFor)"
 TICKS = "() => performance.now()"

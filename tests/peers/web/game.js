@@ -1,7 +1,8 @@
 // A small page of our own with exact answers: a frame counter, a mover that moves one
 // pixel per animation frame while ArrowRight is held, Date/performance/setInterval
 // clocks that must stand still while paused, a CSS animation, and keys that make the
-// page misbehave (D: an alert, E: an uncaught error, W: console.warn, S: a busy loop).
+// page misbehave (D: an alert, E: an uncaught error, W: console.warn, S: a busy loop), and
+// commands of its own for the agent (teleport, boom, later).
 // Loaded as an ES module, so it only works over http://, as the wrapper serves it.
 const d0 = Date.now(), p0 = performance.now();
 let frames = 0, x = 0, ticks = 0, lastStamp = null, stampSteps = [];
@@ -30,6 +31,12 @@ function frame(stamp) {
 }
 requestAnimationFrame(frame);
 window.gameBridge = {
+  commands: {
+    teleport: { description: 'Put the mover at x.', args: { x: { type: 'integer', minimum: 0, maximum: 199 } },
+                run: ({ x: to }) => { x = to; return { x }; } },
+    boom: () => { throw new Error('no such luck'); },
+    later: { description: 'Resolves after 100 ms of page time.', run: () => new Promise((done) => setTimeout(done, 100)) },
+  },
   state: () => ({ game: {
     frames, x, ticks, clicks: clicks.slice(-3), stampSteps,
     dateMs: Date.now() - d0, perfMs: Math.round(performance.now() - p0),
