@@ -1,13 +1,8 @@
 """Make a Python game drivable by game-bridge-mcp: the game side of the contract.
 
-``GameBridge`` serves ``/health``, ``/state``, ``/command``, ``/tools`` and ``/events`` on
-loopback, queues commands for the game's own thread, publishes ``completedCommandId``
-and each command's outcome, holds ``/state?after=N`` until a command completes, serves
-a digest view, optionally runs a pausable clock (``clock=True``) and ``/screenshot``,
-writes the registry entry and handles ``close``. Standard library only; importing this
-package imports neither the MCP SDK nor psutil. ``python -m game_bridge_mcp.game.demo``
-is a small game built on it. :mod:`.image` turns what a game draws (a pygame Surface,
-raw pixels, PNG/JPEG bytes) into the image ``/screenshot`` serves.
+:class:`GameBridge` serves it (docs/game-side.md); ``python -m game_bridge_mcp.game.demo`` is a
+small game built on it. Standard library only: importing this package imports neither the MCP
+SDK nor psutil.
 """
 
 from __future__ import annotations

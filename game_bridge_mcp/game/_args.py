@@ -1,23 +1,6 @@
-"""Typed game commands: a Python function's signature becomes manifest arguments, and
-query-string text becomes the values the function declared.
-
-This is the part of the kit that decides what an agent is
-told (the ``/tools`` entry) and what it may send (the ``/command`` conversion), so the
-two are derived from one place, the function itself, and cannot drift apart. Pure: no
-threads, no sockets.
-
-Supported parameter types: ``int``, ``float``, ``bool``, ``str`` (``Optional[...]`` of
-those too) and ``Literal[...]`` of strings or numbers (its values are the choices).
-``typing.Annotated[T, "description", Arg(...)]`` adds a description and the values it
-takes: ``Arg(minimum=-3, maximum=3)`` (or ``Range(-3, 3)``) and ``Arg(choices=[...])``.
-The same :class:`Arg` may be given in ``args={"x": Arg(...)}`` instead. An unannotated
-parameter takes its type from its default, else it is a string.
-
-What is declared is both published and enforced: ``/tools`` carries ``enum``,
-``minimum`` and ``maximum`` on the argument and an exact ``inputSchema`` (with
-``additionalProperties: false``, since unknown arguments are refused), and ``/command``
-refuses a value outside them with a 400 that says so.
-"""
+"""Typed game commands: a Python function's signature becomes its ``/tools`` entry, and
+``/command``'s query text becomes the values the function declared (docs/game-side.md,
+"Exact schemas"). Pure."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The kit server's open connections: how many it keeps, what each may wait for, and
-which one gives way when a new one arrives.
-
-The server gives each connection a thread, so connections are what a peer can make
-it spend. A connection is in one of four states: ``waiting`` for a request's first byte,
-``reading`` the request line and headers, ``routing`` (a route holds it: an ``after`` that
-waits for its command is legitimate) and ``writing`` its answer. Waiting, reading and
-writing each have a deadline, enforced by :meth:`ConnectionTable.expire` (the server's
-accept loop calls it), which shuts the socket down under its thread: a peer that
-trickles bytes or never reads cannot hold a thread past it. At most ``cap`` connections
-are open; a new one beyond that takes the place of the oldest connection that has not
-yet sent a whole request, else the oldest idle kept-alive one; when every connection is
-routing or writing, the new one is refused.
-"""
+"""The kit server's open connections: how many it keeps, what each may wait for, and which
+one gives way when a new one arrives (docs/design.md, "The kit's HTTP server")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The demo game's screen as a real picture: the board, the fruit, the score, the screen.
-
-``/screenshot`` on the demo must show an agent what a player would see,
-not a text dump, and the demo has no graphics library (it is headless and stdlib-only).
-So this module draws into a ``bytearray`` of RGB pixels with row slices (a filled span
-of a row is one slice assignment), with a 5x7 bitmap font for the text, and hands the
-kit :class:`~game_bridge_mcp.game.image.Pixels` to encode. A frame costs a few
-milliseconds on the game thread; encoding happens on the HTTP thread.
-
-What is drawn: the title bar (score, best, the screen name: MENU, GAME, PAUSED or
-GAME OVER), the current / next / held fruit, the 7x10 board with each fruit as a
-coloured disc (bigger for bigger kinds) carrying its letter, falling fruit outlined,
-and on the menu and game-over screens a banner with the button to press.
-"""
+"""The demo game's screen as a real picture (board, fruit, score, screen name), drawn into RGB
+pixels with the standard library for ``/screenshot``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Fruit Merge's rules: the board, the ladder of fruit, merges, scoring, screens.
-
-The rules are pure (no threads, no sockets, no clock; the only
-I/O is writing text screenshots), so they are tested directly and frame by frame,
-while :mod:`.demo` wires them to the kit. Time is given from outside:
-:meth:`FruitMerge.update` is one simulation frame, :meth:`FruitMerge.frame_tick` one
-loop frame.
-"""
+"""Fruit Merge's rules: the board, the ladder of fruit, merges, scoring, screens. Pure and
+frame by frame; :mod:`.demo` wires them to the kit."""
 
 from __future__ import annotations
 

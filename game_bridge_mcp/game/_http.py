@@ -1,39 +1,8 @@
-"""The kit's HTTP server: loopback only, hardened against browsers, one send per answer.
+"""The kit's HTTP server: loopback only, browsers refused, strict framing, bounded, one send
+per answer (docs/design.md, "The kit's HTTP server").
 
-Why this is not a plain ``BaseHTTPRequestHandler``:
-
-* **Small.** A game answers thousands of polls while an agent plays, often many games on
-  a small machine, and the stdlib handler parses every request's headers with the
-  ``email`` package. Here a request is read from one buffered reader and its few
-  headers are split by hand: about half the CPU a bare stdlib handler spends on a
-  request (``scripts/bench_kit_http.py`` measures both). A kept-alive connection has a
-  thread of its own, created once; a request creates nothing.
-* **One send.** The stdlib handler writes the header block and the body in separate
-  sends; on a keep-alive connection Nagle's algorithm plus the client's delayed ACK
-  stall each such answer about 40 ms. Every answer here is one buffer (status line,
-  headers and body) written with one ``sendall``, on a socket with ``TCP_NODELAY``.
-* **HTTP/1.1 with Content-Length**, so a client may keep its connection alive.
-* **Browsers are refused.** A web page can make the browser send a simple GET to
-  ``127.0.0.1:<port>`` (an ``<img>`` tag needs no CORS preflight), and DNS rebinding
-  can point a hostile name at it. So a request is refused (HTTP 403, before anything
-  else happens) when its ``Host`` is not a loopback name or address with this port,
-  when it carries an ``Origin`` header, or when the browser's ``Sec-Fetch-Site`` says
-  it came from another site.
-* **Quiet.** Request logging goes to ``logging`` at DEBUG, never to stderr.
-* **Bounded.** At most :data:`MAX_CONNECTIONS` connections (each a thread) are open; a
-  request's line and headers are at most :data:`MAX_HEAD` bytes and must all arrive within
-  :data:`HEAD_TIMEOUT_S`; an answer must be taken within :data:`WRITE_TIMEOUT_S`
-  (:mod:`game_bridge_mcp.game._connections` keeps the table and its deadlines).
-* **Strict.** HTTP/1.0 and 1.1 only, at most one ``Content-Length`` (digits), no
-  ``Transfer-Encoding`` at all, header names that are tokens: a request whose end is in
-  any doubt is refused and its connection closed, so no body can run as a request.
-* **Stoppable.** Open keep-alive connections are tracked and shut down on stop, so the
-  port goes quiet at once.
-
-The routes themselves live in :mod:`game_bridge_mcp.game.kit`; this module only knows
-"a GET for a path and a query answers a status and a body": JSON bytes as a
-``(status, body)`` pair, or an :class:`Answer` for another content type or extra
-headers (an image, ``X-Game-Frame``).
+It knows only "a GET for a path and a query answers a status and a body": JSON bytes as a
+``(status, body)`` pair, or an :class:`Answer` for another content type or extra headers.
 """
 
 from __future__ import annotations

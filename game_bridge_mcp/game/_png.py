@@ -1,14 +1,5 @@
-"""PNG and JPEG for the kit, from the standard library: encode raw pixels, read headers, decode PNG.
-
-A headless Python game has pixels (a ``bytearray`` it draws into, a
-framebuffer from an emulator) but often no imaging library, and ``/screenshot`` must
-answer an image. PNG needs only ``zlib`` and ``struct``. Images a game hands over ready
-(PNG or JPEG bytes) are checked here before they are served: signature, header, the
-dimensions it claims, and that the file is complete.
-
-Every row uses filter 0 (None) and the default zlib level is 3: in Python any per-byte
-filter costs more than it saves in ``zlib`` (docs/performance.md, Screenshots).
-"""
+"""PNG and JPEG for the kit, from the standard library: encode raw pixels as PNG, check the
+headers and completeness of ready images, decode PNG."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Files a game writes for an agent, in a directory nobody else can plant things in.
-
-The demo's ``screenshot`` command used to write ``<name>.txt`` into a fixed
-directory of the shared temp dir, where another user could have made the directory
-first, or put a symlink at the name, and have the game write (as you) wherever the link
-points. Here the directory is private (0700, created with ``mkdtemp`` when none is
-given), it is opened once without following a symlink and checked to be yours and not
-writable by others, and every file is created new relative to that open directory with
-``O_EXCL | O_NOFOLLOW`` (mode 0600): an existing name, link or not, is never opened; the
-file gets the next free name (``name-2.txt``) instead.
-"""
+"""Files a game writes for an agent, in a directory private to this user, each created new
+(``O_EXCL | O_NOFOLLOW``) so no name planted there is ever opened."""
 
 from __future__ import annotations
 

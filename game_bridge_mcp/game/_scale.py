@@ -1,28 +1,5 @@
-"""Box-filter downscaling of raw pixels in pure Python, exact and as fast as the stdlib allows.
-
-A headless game with no engine to scale for it still has to answer
-``/screenshot?maxWidth=768`` with a small image, and a per-pixel Python loop over a
-1920x1080 frame takes seconds. This module computes the exact area average (each output
-pixel is the mean of the input area it covers, partial pixels weighted by the fraction
-covered, rounded half up) with a handful of C-level operations per row of the
-*pattern*, not per pixel:
-
-* **Phases.** Scaling ``n_in`` to ``n_out`` repeats every ``p = n_in / g`` input and
-  ``q = n_out / g`` output pixels (``g = gcd``). All input columns with the same
-  ``x mod p`` are gathered at once by one strided ``bytes`` slice per channel.
-* **Lanes.** Those bytes are spread into fixed-width lanes of one big ``int``
-  (``bytearray`` strided assignment, then ``int.from_bytes``), so "add 2 x column 3 to
-  column 4 for every pixel" is one multiply and one add of big integers. Lanes are
-  wide enough that no sum can carry into its neighbour.
-* **Exact division.** The weights are integer overlaps, so the sums are exact; the
-  final division by the box area is a multiply by a magic reciprocal and a shift per
-  lane, exact for every value that can occur (Granlund-Montgomery).
-
-Figures (this machine, 1920x1080 RGB): about 0.1 s to 768x432 and 0.3 s to 1568x882;
-ratios with no common factor (1920 to 1567) fall back to one phase per column and cost
-about 0.5 s. ``pygame.transform.smoothscale`` does the same job in a few milliseconds,
-which is why :mod:`game_bridge_mcp.game.image` prefers it when a Surface is at hand.
-"""
+"""Exact box-filter downscaling of raw pixels in pure Python, a few C-level operations per
+row of the scaling pattern (docs/design.md, "Scaling raw pixels")."""
 
 from __future__ import annotations
 

@@ -1,24 +1,5 @@
-"""``GET /screenshot``: capture on the game's thread at its next frame, encode off it.
-
-An agent asking to see the game must get the frame after its request,
-never an older one (the complaint about every engine bridge), and capturing must not
-cost the game a frame. So:
-
-* the HTTP thread parses ``maxWidth`` / ``maxHeight`` (default 768 each, 1 to 16384;
-  anything else is a 400), queues a request and waits for it;
-* the game's thread, inside ``pump()`` (which a game calls right after its display flip),
-  calls the game's capture function once for all requests that arrived before it and
-  freezes the result (:func:`.image.freeze`: a scaled copy of a Surface, a copy of a
-  buffer), which is all the game pays;
-* the waiting HTTP thread scales and encodes (:func:`.image.encode`) and answers ``200``
-  with ``Content-Type: image/png`` (or ``image/jpeg``), ``X-Game-Frame`` (the frame
-  captured, never earlier than the request) and, when the game says what its window is,
-  ``X-Game-Window: WxH``.
-
-The game cannot render (``503 {"ok": false, "error"}``) when its capture raises or
-returns None, when what it returns cannot be served (the reason is in ``error``), when
-its loop does not reach a frame within :data:`WAIT_S`, and while it closes.
-"""
+"""``GET /screenshot``: capture on the game's thread at its next frame, scale and encode on
+the HTTP thread."""
 
 from __future__ import annotations
 

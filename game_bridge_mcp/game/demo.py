@@ -1,31 +1,7 @@
 """Fruit Merge: a small headless game built on the kit, to see the bridge working.
 
-It ships in the package: a newcomer needs something drivable in the first minute,
-and the project's own checks need a real game (rules, a score, screens, delayed
-effects) rather than a fake. Run it with::
-
-    python -m game_bridge_mcp.game.demo --port 7820 [--seed 7] [--hz 60]
-
-The rules (also published as ``game.description``, see :func:`rules`): fruit is
-dropped into a board of 7 columns and 10 rows and falls one row every two simulation
-frames. When it lands next to a fruit of the same kind, the two merge into the next
-kind (cherry, strawberry, grape, orange, apple, pear, peach, pineapple, melon,
-watermelon; two watermelons pop), which scores and may fall and merge again. Dropping
-onto a full column ends the game. Drops sent while the board is still moving wait
-their turn, so the outcome depends only on the seed and the order of commands, never
-on timing.
-
-What it exercises: toolsets ``play`` (drop, hold, click), ``flow`` (restart, set_seed,
-screenshot) and the kit's ``clock`` (pause, resume, step): the board moves only on
-simulation frames, so a paused board holds still and ``step`` settles it. Every move
-has a result (a drop's says where it will land, what merges and the score it gains,
-worked out on a copy of the board); a move the rules refuse is an ``ok: false``
-outcome. ``ui.screen`` (MenuScreen, GameScreen, GameOverScreen), ``ui.elements`` and
-``ui.text`` (the board as text); events (``drop:cherry``, ``merge:cherry``);
-``game.moving``, which settles to 0 some frames after a drop; and ``screenshot``,
-applied at once but only finished (``screenshots.pending`` back to 0, a file written
-into a private directory) some loop frames later, paused or not. ``GET /screenshot``
-serves the screen as a PNG picture (:mod:`._demo_picture`).
+Run it with ``python -m game_bridge_mcp.game.demo --port 7820 [--seed 7] [--hz 60]``; its rules
+are :func:`rules`.
 """
 
 from __future__ import annotations

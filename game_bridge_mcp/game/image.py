@@ -1,23 +1,5 @@
-"""Images for ``/screenshot``: what a Python game has, turned into a PNG or JPEG that fits.
-
-The kit's screenshot endpoint must answer a small, fresh image whatever
-the game draws with. Python games hold one of three things, and each has a helper:
-
-* a **pygame / pygame-ce Surface** (:func:`from_surface`): scaled by
-  ``pygame.transform.smoothscale`` (milliseconds), encoded here;
-* **raw pixels** with a size (:class:`Pixels`, :func:`from_pixels`): scaled by the exact
-  box filter of :mod:`._scale`, encoded by the stdlib PNG encoder of :mod:`._png`;
-* **ready PNG or JPEG bytes** (:func:`from_encoded`): signature and header checked, the
-  size read from the header; scaled only when larger than asked.
-
-The kit splits the work in two so the game's own thread does as little as possible:
-:func:`freeze` runs on the game thread and only copies what the game could change next
-frame (a scaled copy of a Surface, the bytes of a buffer); :func:`encode` runs on the
-HTTP thread and does the rest. :func:`to_image` is both at once, for direct use.
-
-pygame is never imported by this module: a Surface can only exist once the game has
-imported pygame, and it is looked up in ``sys.modules`` then.
-"""
+"""Images for ``/screenshot``: a pygame Surface, raw :class:`Pixels` or ready PNG/JPEG bytes,
+turned into an image that fits; :func:`freeze` on the game thread, :func:`encode` off it."""
 
 from __future__ import annotations
 

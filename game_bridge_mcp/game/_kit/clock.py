@@ -1,16 +1,6 @@
-"""The simulation clock: paused or running, frames owed by ``step``, ``simFrame``, and
-timers that fire after a number of simulation frames.
-
-"may the game update this frame, and with what time step" has
-one answer, asked by the kit's own loop and by games that run their own, so it is kept
-in one place. Pure bookkeeping, no threads: the kit calls it on the game thread with
-its lock held.
-
-A frame of the game loop (``frame``, counted by ``pump``) and a simulation frame
-(``simFrame``, counted by :meth:`Clock.end_sim_frame`) are different things: while
-paused the loop keeps turning and serving, but the simulation stands still except for
-the frames a ``step`` owes, which run with the fixed time step.
-"""
+"""The simulation clock: paused or running, frames owed by ``step``, ``simFrame``, and timers
+that fire after a number of simulation frames. Pure bookkeeping, called with the kit's lock
+held."""
 
 from __future__ import annotations
 

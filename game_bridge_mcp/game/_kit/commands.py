@@ -1,13 +1,6 @@
-"""The commands a game accepts: the table behind ``/tools``, and the queue behind
-``/command`` that the game thread drains.
-
-What an agent is told it may do (the manifest) and what
-happens when it does it (convert on the HTTP thread, apply on the game thread, record
-the outcome) must stay in step, so both are derived from the same registered
-:class:`~.._args.CommandSpec` here. The queue is drained in order; a command that
-completes later (:class:`~.outcomes.Pending`) may hold it (``step``) or let later
-commands run while only their completion waits.
-"""
+"""The commands a game accepts: the table behind ``/tools``, and the queue behind ``/command``
+that the game thread drains in order, both derived from the same registered
+:class:`~.._args.CommandSpec`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The game's events: numbered once, kept in a ring, read by cursor.
-
-An agent must see every event once, so each event gets a
-``seq`` (1, 2, 3, ... over the life of the process) and ``GET /events?since=S`` answers
-exactly the ones after ``S``, saying when some had already left the ring
-(``dropped``). ``/state.events`` shows only the newest few of the same entries.
-Thread-safe: a game may record events from any thread.
-"""
+"""The game's events: numbered once (``seq``), kept in a ring, read by cursor (``/events``).
+Thread-safe."""
 
 from __future__ import annotations
 

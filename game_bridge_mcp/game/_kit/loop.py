@@ -1,16 +1,5 @@
-"""The kit's own game loop, written only against :class:`GameBridge`'s public API.
-
-It is the reference for a game that runs its own loop; what
-it does with ``pump``, ``sim_dt``, ``end_sim_frame`` and ``wait_for_work``, such a
-game does too. Two shapes:
-
-* :func:`run`: a fixed-rate loop that owns the update (``GameBridge.run``). While paused
-  it keeps turning at ``hz`` (``frame`` counts, commands apply at once when they
-  arrive); the frames a ``step`` owes run back to back within the frame's time.
-* :func:`hold_until_sim`: for a loop the kit cannot own (a hook at a display flip):
-  pump, and while paused keep pumping until a simulation frame is due, or until the
-  game's ``interrupt`` says its own loop must run (a quit it has to read).
-"""
+"""The kit's own game loop (:func:`run`, and :func:`hold_until_sim` for a loop it cannot own),
+written only against :class:`GameBridge`'s public API, as a game with its own loop would be."""
 
 from __future__ import annotations
 

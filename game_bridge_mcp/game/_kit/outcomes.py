@@ -1,17 +1,5 @@
-"""What became of each command: ``completedCommandId``, ``commandResults`` and the
-waits (``after``) that end when a command completes.
-
-Completion is the one fact a bridge confirms a command by,
-so it has one owner. Commands complete in the order they were queued even when one of
-them takes frames (``step``, or a game's deferred command): ``completedCommandId`` only
-reaches ``N`` once every command up to ``N`` is done, so "completed" keeps meaning
-"this command and all before it". A command's entry joins ``commandResults`` in the
-same moment ``completedCommandId`` reaches it. Requests held for ``after`` wait on a
-condition variable that each completion signals: no polling anywhere.
-
-Results are encoded once, when the command completes (a :class:`RawJson` in the entry),
-and capped at :data:`RESULT_LIMIT` bytes.
-"""
+"""What became of each command: ``completedCommandId`` (reached in queue order),
+``commandResults``, and the ``after`` waits that end when a command completes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Reading the debug port a game was started with (``--debug-port N`` or
-``GAME_BRIDGE_DEBUG_PORT``): the one switch that turns a game's debug surface on.
-
-It is the only piece of the kit a game calls before it has a
-:class:`GameBridge`, and it is pure (argv and environment in, a port out).
-"""
+"""The debug port a game was started with (``--debug-port N`` or ``GAME_BRIDGE_DEBUG_PORT``),
+the one switch that turns its debug surface on. Pure."""
 
 from __future__ import annotations
 

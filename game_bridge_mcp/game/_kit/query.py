@@ -1,14 +1,6 @@
-"""Reading the query parameters of ``/state``, ``/health`` and ``/events``.
-
-A held request (``after``) and a cursor (``since``) are
-only as trustworthy as the numbers they are given, and a client that sends nonsense
-must get a 400 naming the parameter, not a silent default. Pure.
-
-Rules: a parameter given twice, or a value that is not a whole number, is refused.
-``waitMs`` above 10000 is clamped to 10000 (docs/contract.md's bound: asking for
-longer is not wrong, the game just will not hold that long); a negative one is refused.
-Unknown parameters are ignored, as the contract asks of every game.
-"""
+"""The query parameters of ``/state``, ``/health`` and ``/events``: a repeated or non-numeric
+value is a 400 naming the parameter, ``waitMs`` is clamped to docs/contract.md's bound,
+unknown parameters are ignored. Pure."""
 
 from __future__ import annotations
 

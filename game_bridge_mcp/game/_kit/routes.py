@@ -1,16 +1,6 @@
-"""The kit's endpoints: what each GET path answers.
-
-The HTTP surface is the contract other languages implement
-from docs/contract.md, so each endpoint's parameters and answers are written out here in one
-place, apart from the game-loop machinery in :mod:`..kit`. Every handler takes the query
-string and answers ``(status, json_bytes)`` (or an :class:`~.._http.Answer`); the table
-is a plain dict, so a further endpoint is one more entry
-(:meth:`GameBridge.add_route`).
-
-Held requests (``after``) wait on :meth:`GameBridge.wait_completed` on the HTTP
-thread that serves them; nothing else waits with them, and the game stopping releases
-them at once.
-"""
+"""The kit's endpoints: what each GET path answers, as docs/contract.md describes it. Every
+handler takes the query string and answers ``(status, json_bytes)`` or an
+:class:`~.._http.Answer`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The kit's server thread and registry entry: started together, stopped together.
-
-The order matters and is easy to get wrong. The entry is
-written only after the port is bound (a bridge that reads it must find a game there),
-and on stop it is removed before the port goes quiet; open keep-alive connections are
-shut so nothing lingers. One owner for the server, its thread and the entry.
-"""
+"""The kit's server thread and registry entry, started and stopped together: the entry is
+written only after the port is bound and removed before the port goes quiet."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The ``/state`` document: strict JSON encoding, and the two views of it.
-
-What the kit adds to a game's state (its own fields, the
-``ui.text`` cap, the digest's cut) decides what an agent sees and what a bridge can
-rely on, and the encoder decides what can be sent at all. Pure: no threads, no
-sockets; the kit calls these with its lock held.
-
-The digest (``view=digest``) keeps ``frame``, ``simFrame``, ``completedCommandId``,
-``paused``, ``ui``, ``events`` and ``commandResults``, and inside ``game`` only the
-scalar values. It is cheap because it is cut BEFORE encoding: a large part of the state
-(a list of ten thousand entities, a :class:`RawJson` blob) is dropped by reference,
-never serialised. A game whose state function is itself expensive can hand the kit a
-``digest`` function that builds only the small parts.
-"""
+"""The ``/state`` document: strict JSON encoding, the whole view and the digest
+(``view=digest``, cut before encoding). Pure; called with the kit's lock held."""
 
 from __future__ import annotations
 
@@ -118,7 +106,8 @@ def full_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[str
 
 
 def digest_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``view=digest`` document (see the module docstring)."""
+    """The ``view=digest`` document: ``frame``, ``simFrame``, ``completedCommandId``, ``paused``,
+    ``ui``, ``events``, ``commandResults``, and only the scalar values inside ``game``."""
     merged: dict[str, Any] = {}
     for key in ("paused", "ui", "game"):
         if key in base and key not in kit:

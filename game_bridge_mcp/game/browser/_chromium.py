@@ -1,16 +1,6 @@
-"""Which Chromium to run, and running it inside this process's own group.
-
-Why it exists: the launcher reaps a game by its process group (and its descendants, and
-an environment marker), and the browsing library starts its browser in a new session
-of its own (Node's ``detached`` spawn), outside that group. So the library is handed a
-small stand-in executable instead (:data:`SHIM`, written to a private directory): when
-the library starts it, the stand-in passes its command line and its pipe ends (stdout,
-stderr and the DevTools pipe, fds 3 and 4) over a Unix socket to this process, which
-starts the real browser with them, as its own child, in its own group. The library
-then talks to the real browser over the very pipes it made; the stand-in waits, and
-exits with the browser's exit code once the browser has gone (or this process has).
-If the library kills the stand-in, the browser is killed too. No TCP port is opened.
-"""
+"""Which Chromium to run, and running it inside this process's own group, through a
+stand-in executable the browsing library starts in its place (docs/design.md, "The
+browser wrapper")."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""``key``, ``mouse`` and ``text`` for an unmodified web page, as real browser input.
-
-Why it exists: a web game reads the keyboard and the pointer through DOM events, so an
-agent plays it the way a person does: each command becomes the browser's own input
-(DevTools ``Input`` events, through the browsing library), trusted and with the page's
-focus, hit testing and default actions. Key names are pygame's and SDL's (``left``,
-``space``, ``return``, ``a``, ``f1``, ``left shift``), the same as for every other game
-of the bridge, and the browser's own (``ArrowLeft``, ``KeyA``, ``Space``) are accepted
-too. Coordinates are page pixels of the viewport (or of the canvas the screenshot
-shows, with ``--screenshot canvas``).
-
-Timing, in animation frames, as for pygame: the events are dispatched right after the
-command is applied, before the next frame (outside the kit's lock, so a page that hangs
-in its input handler cannot hold ``/state``); a ``press`` holds the key for ``frames`` frames and
-releases it, a ``click`` is down in one frame and up in the next, and a command
-completes after the frame that saw its last event. On a paused page nothing moves
-until frames are stepped.
-"""
+"""``key``, ``mouse`` and ``text`` for an unmodified web page, as the browser's own trusted
+input, timed in animation frames."""
 
 from __future__ import annotations
 

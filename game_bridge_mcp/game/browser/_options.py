@@ -1,11 +1,6 @@
-"""The browser wrapper's command line, what it names (a URL, a file or a directory), and
-the ``gamebridge.json`` that ``--init`` writes.
-
-Why a module of its own: the rules for what may be opened are the wrapper's first line
-of defence and are tested without a browser: a page on this machine (a file or a
-directory, served over loopback; a loopback URL) opens by default, anything else only
-with ``--allow-remote``; ``javascript:``, ``data:`` and the like never.
-"""
+"""The browser wrapper's command line, the rules for what it may open (a local page by
+default, a remote one only with ``--allow-remote``), and the ``gamebridge.json`` that
+``--init`` writes."""
 
 from __future__ import annotations
 

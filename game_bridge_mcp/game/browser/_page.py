@@ -1,19 +1,6 @@
-"""One page under the wrapper: its clock and frames, what it shows, what it reports.
-
-Why it exists: the page is held still between the wrapper's frames and only this
-module moves it. The library's clock is installed paused before the page's first
-script; each frame is the clock run to the next point of the 1/60 s grid
-(:mod:`._scripts`), in one round trip that also looks at the page (title, text,
-canvases, the page's own hook), so ``/state`` answers from what this module saw last
-and never touches the browser from an HTTP thread. CSS animations and transitions run
-on the compositor's clock, not the page's, so they are held with the DevTools
-``Animation`` domain: stopped while paused, moved by exactly the stepped frames' time,
-running while the page runs (:class:`CssTime`).
-
-Everything here runs on the one thread that drives the browser (the library is not
-thread-safe), inside the kit's ``pump`` or between frames, except :meth:`Page.state`
-and :meth:`Page.window_size`, which read what that thread stored.
-"""
+"""One page under the wrapper: its clock and frames, what it shows, what it reports. Runs on
+the one thread that drives the browser; :meth:`Page.state` and :meth:`Page.window_size`
+read what that thread stored."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""``game-bridge-mcp browser``: open an unmodified web page in headless Chromium, drivable.
-
-Why it exists: the shortest path from "a web game" to "an agent is playing it". The
-wrapper finds a Chromium (:mod:`._chromium`), starts it in this process's group through
-the browsing library, installs the library's clock paused before the page's first
-script, opens the page (a local one through :mod:`._static`), and serves the kit's HTTP
-surface with the clock, input, screenshots, state and events (:mod:`._page`). The
-surface starts once the page has loaded, so readiness means "the page is there". The
-process ends when an agent sends ``close``, the page closes or crashes, or on SIGTERM;
-the browser and everything it started end with it.
-"""
+"""``game-bridge-mcp browser``: open an unmodified web page in headless Chromium and serve the
+kit's surface once it has loaded, until ``close``, the page ends or SIGTERM."""
 
 from __future__ import annotations
 

@@ -1,20 +1,5 @@
-"""The JavaScript the wrapper puts into the page: animation frames on a 1/60 s grid, and
-a look at what the page shows.
-
-Why it exists: the browsing library's clock fakes ``Date``, ``performance.now`` and the
-timers, and runs animation frames every 16 ms of page time. A game with a fixed 60 Hz
-step would then miss an update every 25 frames, so :data:`INIT` (run in every document
-after the clock is installed, before the page's own scripts) replaces
-``requestAnimationFrame`` with frames on the grid ``T(k) = ceil(k * 1000 / 60)`` ms,
-built on the clock's own ``setTimeout``: all callbacks requested for a frame run
-together with the frame's timestamp ``k * 1000 / 60``, and a callback requested during
-a frame runs in the next. The wrapper advances the clock to ``T(k + n)`` to run
-exactly ``n`` frames (:data:`RUN`).
-
-``__gameBridge.snapshot(maxText)`` is the page as the wrapper's ``/state`` shows it:
-title, URL, visible text, viewport, canvases, and the page's own hook
-(``window.gameBridge.state()``) when it defines one.
-"""
+"""The JavaScript the wrapper puts into the page: animation frames on a 1/60 s grid, and a
+look at what the page shows (docs/design.md, "The browser wrapper")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""A local game's files over loopback HTTP, for the browser to load.
-
-Why it exists: a page opened from ``file://`` cannot load ES modules, fetch its assets
-or run a worker, so most web games break there. So a FILE or DIR is served from
-``127.0.0.1`` on a free port, read-only: GET and HEAD of files under the root, with the
-MIME types games need (``.js``/``.mjs`` as JavaScript, ``.wasm``), nothing outside the
-root (``..``, or a symlink that leads out), and only for a loopback ``Host`` (a DNS
-rebinding page cannot read the files through it).
-"""
+"""A local game's files served read-only over loopback HTTP, for the browser to load (a page
+opened from ``file://`` cannot load modules or fetch its assets)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Play any pygame game through the bridge, unmodified: ``game-bridge-mcp pygame``.
-
-``game-bridge-mcp pygame [--port N] [--paused] [--window] (-m MODULE | SCRIPT) [ARGS ...]``
-(or ``python -m game_bridge_mcp.game.pygame ...``) runs the game in this process with
-the kit's HTTP surface: each display flip is a frame; ``key``, ``mouse`` and ``text``
-act as a player (:mod:`._input`); ``/screenshot`` shows the display surface with
-``X-Game-Window``; ``pause``/``resume``/``step`` hold the game at its flip, with its
-``pygame.time.Clock`` taking fixed steps (:mod:`._time`); ``/state`` says what the
-wrapper can see (:mod:`._hooks`). Importing this package does not import pygame.
+"""Play any pygame game through the bridge, unmodified: ``game-bridge-mcp pygame``
+(docs/game-side.md). Importing this package does not import pygame.
 
 A game may add its own state without depending on the wrapper being there::
 

@@ -1,27 +1,6 @@
-"""The wrapped game's frame boundary: pygame's flip, events, devices and clock, hooked.
-
-Every pygame game ends each frame with ``pygame.display.flip()`` or
-``update()``, reads input with ``pygame.event.get()`` or ``pygame.key.get_pressed()``,
-and paces itself with ``pygame.time.Clock``. Replacing exactly those functions (before
-the game's code runs) gives the bridge everything it needs without touching the game:
-
-* **the frame** (``flip`` / ``update``): after the real flip, the frame that just ran is
-  counted (``GameBridge.end_sim_frame``), input scheduled for it is delivered, and the kit
-  pumps: commands apply and screenshots capture the frame just shown. While paused the
-  game is held right here (``GameBridge.hold_until_sim``), serving, until it is resumed
-  or stepped, or a quit waits in pygame's queue (SIGTERM, SIGINT, the window closed):
-  then the game's loop runs a frame to read it, as it would if it were not paused. The HTTP surface starts at the first flip, so readiness means "the game
-  is drawing".
-* **input** (:mod:`._input`): the injected keys and pointer are merged into
-  ``get_pressed``, ``get_mods``, ``mouse.get_pos`` and ``mouse.get_pressed``.
-* **events**: what the game reads from ``event.get/poll/wait`` (keys, buttons, text,
-  quit, its own user events) is published as the bridge's events.
-* **time** (:mod:`._time`): ``Clock`` and ``get_ticks`` stop while held and take fixed
-  steps while stepped.
-
-Everything here runs on the game's thread except :meth:`Wrapper.state` and the window
-size, which read what the last flip cached.
-"""
+"""The wrapped game's frame boundary: pygame's flip, events, devices and clock, hooked before
+the game's code runs. Runs on the game's thread except :meth:`Wrapper.state` and the window
+size, which read what the last flip cached."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""``key``, ``mouse`` and ``text``: input for an unmodified pygame game, as a player gives it.
-
-The wrapped game knows nothing of the bridge, so an agent plays it the
-way a person does. Each command becomes the events SDL would deliver (``KEYDOWN`` /
-``KEYUP`` with ``key``, ``mod`` and ``unicode``; ``MOUSEMOTION`` /
-``MOUSEBUTTONDOWN`` / ``MOUSEBUTTONUP`` with ``pos`` and ``button``; ``TEXTINPUT``),
-posted into pygame's queue, and into the state pygame reports for held keys and the
-pointer (``pygame.key.get_pressed``, ``get_mods``, ``pygame.mouse.get_pos``,
-``get_pressed``), so games that poll instead of reading events see them too.
-
-Timing, in simulation frames (the game's loop iterations between flips): the events
-are posted when the command is applied at a flip and the game reads them in its next
-frame. ``press`` holds the key for ``frames`` frames and releases it; a ``click`` is
-down in one frame and up in the next. A command completes after the frame that
-received its last event (for a press, the frame in which the key is released). On a
-paused game nothing is delivered until frames are stepped.
-
-Every posted event carries ``game_bridge=True``, so the wrapper can tell its own
-pointer motion from a real mouse's.
-"""
+"""``key``, ``mouse`` and ``text`` for an unmodified pygame game: the events SDL would deliver,
+and the held keys and pointer pygame reports, timed in simulation frames."""
 
 from __future__ import annotations
 

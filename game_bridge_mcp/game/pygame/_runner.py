@@ -1,17 +1,5 @@
-"""``game-bridge-mcp pygame``: run an unmodified pygame game in this process, drivable.
-
-The shortest path from "I have a pygame game" to "an agent is playing
-it". The command line is the game's own (``-m MODULE`` or ``SCRIPT``, then its
-arguments); the wrapper sets up a headless SDL (dummy video and audio drivers, unless
-``--window``), hooks pygame (:mod:`._hooks`), registers ``key``/``mouse``/``text`` and
-the kit's clock, and runs the game as ``__main__``. The debug surface starts at the
-game's first display flip. When the game returns, calls ``sys.exit`` or raises, the
-surface stops and the process exits with the game's code (a crash prints its traceback
-and exits 1, which is what the launcher reports for a boot failure).
-
-``--init`` writes a ``gamebridge.json`` that launches the same command through the
-wrapper on a free port, so ``launch_instance`` works from the game's directory.
-"""
+"""``game-bridge-mcp pygame``: run an unmodified pygame game as this process's ``__main__``,
+with the kit's surface from its first display flip."""
 
 from __future__ import annotations
 

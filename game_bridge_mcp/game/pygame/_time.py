@@ -1,20 +1,6 @@
-"""The wrapped game's sense of time: stopped while paused, a fixed step while stepping.
-
-A pygame game moves things by ``dt = clock.tick(60)`` or by
-``pygame.time.get_ticks()``. Held at its flip for ten seconds while an agent thinks, it
-would see a ten-second frame on resume; stepped one frame at a time, it would see
-however long the agent took between steps. So the wrapper replaces
-``pygame.time.Clock`` and ``pygame.time.get_ticks`` with these, which read a
-:class:`VirtualTime`: real time while the game runs, frozen while it is held, and
-advanced by exactly one frame's step for each stepped frame, so the game simulates
-exactly the frames it is given.
-
-``pygame.time.Clock`` is a C type that cannot be subclassed; :class:`Clock` here is a
-pure-Python replacement with the same methods (``tick``, ``tick_busy_loop``,
-``get_time``, ``get_rawtime``, ``get_fps``) that caps the frame rate the same way, with
-``time.sleep``. Timers made with ``pygame.time.set_timer`` and the game's own
-``time.time()`` still run in real time.
-"""
+"""The wrapped game's sense of time: ``pygame.time.Clock`` and ``get_ticks`` replaced by a
+:class:`VirtualTime` that stops while the game is held and takes fixed steps while stepped
+(docs/design.md, "The pygame wrapper")."""
 
 from __future__ import annotations
 
