@@ -1,14 +1,5 @@
-"""What every ``check`` area shares: result levels, the game under check, and the session.
-
-The conformance check (:mod:`.runner`) is split by area
-(:mod:`.protocol` for the HTTP contract, :mod:`.host` for what the game
-does on the machine), and every area needs the same few things: the result levels, the
-:class:`Target` being checked, and a :class:`CheckSession` that talks to the game
-exactly as the bridge does (loopback only, bounded answers, strict JSON) and writes
-the checklist line by line. The session is the one owner of what the checks learn
-along the way (commands the game knows, whether it publishes ``completedCommandId``,
-its registry entry), so later checks can build on earlier ones.
-"""
+"""What every ``check`` area shares: the result levels, the :class:`Target` under check, and the
+:class:`CheckSession` that talks to the game as the bridge does and owns what the checks learn."""
 
 from __future__ import annotations
 

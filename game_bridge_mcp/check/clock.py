@@ -1,12 +1,5 @@
-"""``check``: an advertised ``clock``: pause, step, resume, and starting paused.
-
-An agent that pauses a game to think, then steps it, trusts that
-nothing moved in between and that ``step {frames: 5}`` is exactly five frames, done when
-it says so; determinism (two builds compared move for move) rests on it. A game whose
-``simFrame`` runs on while paused, or whose step completes early or short, makes every
-such comparison wrong without an error anywhere. The check leaves the clock as it found
-it.
-"""
+"""``check``: an advertised ``clock``: pause holds ``simFrame``, ``step`` runs exactly its
+frames, resume, and starting paused; the clock is left as it was found."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""``check``: an advertised ``events`` extension: ``seq`` and the ``/events`` cursor.
-
-With ``events`` advertised the bridge reports each event once,
-by ``seq``; a ``seq`` that skips, repeats or restarts makes it report events twice or
-never, and a cursor whose ``next`` or ``dropped`` is wrong makes ``get_events`` lose
-events without saying so. Every rule is checked on what the game answers by itself (no
-game knowledge), so a game that makes events all the time is judged fairly: each answer
-is checked against its own ``since``.
-"""
+"""``check``: an advertised ``events`` extension: ``seq`` that never skips, repeats or restarts,
+and the ``/events`` cursor's ``next`` and ``dropped``, each answer judged against its own
+``since``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """``check``: the extensions a game advertises in ``/health`` ``features`` (results, after,
-view, input; events, clock and screenshot have their own modules).
-
-A bridge that reads ``features`` believes them: it takes
-``commandResults`` as the truth about a command, holds a request on ``after`` instead of
-polling, and builds its digest from ``view=digest``. A game that advertises a feature it
-does not implement as docs/contract.md describes it breaks the bridge in ways that look
-like the bridge's fault, so each advertised feature is tried here, without knowing
-anything about the game beyond its harmless command (``noop`` or ``--command``).
-"""
+view, input), each tried with the game's harmless command; events, clock and screenshot have
+their own modules."""
 
 from __future__ import annotations
 

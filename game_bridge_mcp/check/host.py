@@ -1,12 +1,5 @@
-"""``check``: what the game does on the machine: its registry entry, its exposure, its exit.
-
-A game can answer every request correctly and still leave a
-stale registry entry, name the wrong pid or working directory, listen on the network,
-answer a DNS-rebinding page, or keep running after ``close``. These checks look at the
-game from the host's side, using the bridge's own registry reader and a few machine
-facts (which process listens on a port, its working directory, whether it exited,
-this machine's non-loopback addresses) read through psutil when it can tell.
-"""
+"""``check``: what the game does on the machine: its registry entry, whether it listens beyond
+loopback or answers a rebinding page, and whether it exits on ``close``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""``check``: an advertised ``screenshot``: a real, fresh image that fits what was asked.
-
-The agent looks at what ``/screenshot`` returns and believes it.
-A stale frame (the bug it is hunting, already gone), an image far larger than asked (a
-hundred thousand tokens), a body that is not the image its ``Content-Type`` says, or a
-``503`` without the game's reason are all things other engine bridges' users report.
-Each answer is read with :func:`..wire.images.inspect_image`, the same reader the
-bridge uses, which checks signature, dimensions and completeness.
-"""
+"""``check``: an advertised ``screenshot``: a real, fresh image that fits what was asked, read
+with the bridge's own :func:`~game_bridge_mcp.wire.images.inspect_image`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""``check``: the HTTP contract itself, as the bridge relies on it.
-
-These are the checks an agent's flaky test would otherwise
-find: ``GET /health`` (``ok``, a frame that only counts up, fast enough for discovery),
-``GET /state`` (a JSON object and its conventional fields), ``GET /tools`` (read with
-the bridge's own manifest reader, every dropped tool and tolerated problem reported),
-and ``/command`` (an unknown command refused, a known one queued at once with a growing
-``commandId`` and confirmed through ``completedCommandId``, or only by frames).
-"""
+"""``check``: the HTTP contract itself (``/health``, ``/state``, ``/tools``, ``/command``), as
+the bridge relies on it."""
 
 from __future__ import annotations
 

@@ -1,34 +1,6 @@
-"""``game-bridge-mcp check``: a conformance check for a game written in any language.
-
-A game that gets the contract subtly wrong (no ``completedCommandId``,
-a ``frame`` that jumps backwards, an entry left in the registry, a debug port open to
-the network) still *seems* to work until an agent's tests turn flaky. This command
-talks to the game exactly as the bridge does and says, line by line, what conforms
-(``PASS``), what works in a weaker way or is unsafe (``WARN``), and what breaks the
-contract (``FAIL``); ``SKIP`` marks a check that could not run here.
-
-Usage::
-
-    game-bridge-mcp check --port 7820          # a game you started
-    game-bridge-mcp check --launch             # start one from gamebridge.json
-
-Exit code 0 when nothing failed, 1 when something did, 2 for a usage error.
-
-By default the check ends by sending ``close`` (to see the game shut down and remove
-its registry entry); ``--no-close`` leaves a running game alone. The command used for
-the command cycle is ``noop`` when the game knows it; ``--command NAME --arg k=v``
-names another (it is sent twice, so choose something harmless).
-
-Every extension the game advertises in ``/health`` ``features`` is checked as
-docs/contract.md describes it (``GAME_BRIDGE_START_PAUSED`` by a second launch, so only
-with ``--launch``).
-
-This module is the command line, the order of the run, ``--launch`` (with a watch on
-the registry while the game boots) and the summary. The checks themselves are split by
-area: :mod:`.protocol` (the HTTP contract), :mod:`.host` (registry entry, network
-exposure, close), :mod:`.features` (results, after, view, input), :mod:`.events`,
-:mod:`.images` (screenshot) and :mod:`.clock`, all built on :mod:`.base`.
-"""
+"""``game-bridge-mcp check``: the command line, the order of the run, ``--launch`` and the
+summary of the conformance check (docs/game-side.md, "Check a game in any language"); the
+checks themselves are in the area modules beside it."""
 
 from __future__ import annotations
 

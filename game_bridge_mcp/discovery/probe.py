@@ -1,23 +1,7 @@
-"""Probing: what one ``host:port`` says, and which of many ports anything listens on.
-
-Discovery (:mod:`.discovery`) must ask up to a few hundred ports "are you a game?" in
-well under a second, and nothing a port says may break the listing. This module is
-the asking; discovery decides what the answers mean for the ``list_instances`` report.
-
-* :func:`connect_sweep`: non-blocking connects to every candidate at once, from one
-  thread, under one deadline. Most scanned ports have nothing on them, and this
-  settles them without a thread or an HTTP request.
-* :func:`probe_port`: one port over HTTP: ``GET /health`` under a short deadline, and
-  for a live game its screen and manifest. It never raises; every outcome is a
-  :class:`Probe` whose ``kind`` is ``live``, ``not-a-game``, ``refused`` or
-  ``unresponsive``, with the reason.
-
-Why the screen is read from ``/state`` under a cap: ``ui.screen`` is what tells five
-instances apart at a glance, but a game's ``/state`` can be megabytes. The probe uses
-``screen`` from ``/health`` when a game publishes it there (free); otherwise it fetches
-``/state`` with a 1 MiB cap and the probe deadline, and leaves ``screen`` out when the
-state is bigger or slower than that. Listing never costs a full parse of a huge state.
-"""
+"""Probing: what one ``host:port`` says (:func:`probe_port`, never raising), and which of many
+ports anything listens on (:func:`connect_sweep`, non-blocking connects under one deadline).
+The screen is read from ``/health`` when a game publishes it there, else from ``/state``
+under a 1 MiB cap, so listing never pays for a huge state."""
 
 from __future__ import annotations
 

@@ -1,33 +1,6 @@
-"""Discovery: every game instance on this machine, from the registry and a port scan,
-verified against the live port before anything is believed.
-
-Two sources, neither trusted on its own. Registry entries (see :mod:`.registry`) are
-advisory files that crashes leave behind; a port scan only sees what answers in a
-guessed range. So :func:`discover` probes every candidate port at once (registry
-ports, the scan range and the ports this bridge launched, in one parallel batch, each
-probe under a short deadline) and sorts each into the ``list_instances`` report:
-
-* ``live``: answered ``GET /health`` with ``{"ok": true}``. Identity (name, version,
-  toolsets) comes from the live ``/tools``; a registry entry adds only what the wire
-  cannot say (pid, cwd, start time), only if its pid is still running, and never over
-  what this bridge knows of a game it launched. A listener owned by another user of the
-  machine is flagged ``otherUser``.
-* ``stale``: a registry entry whose port does not answer as a game. Never an instance,
-  never deleted unless ``prune`` is asked for *and* the port is quiet *and* the pid is
-  gone.
-* ``notAGame``: a port answering HTTP that is not a game (the reason says what it said).
-* ``free``: scanned ports with nothing listening.
-* ``unresponsive`` (only when non-empty): scanned ports that accepted a connection but
-  did not answer within the probe deadline: a game still starting, a frozen one, or
-  another program.
-* ``registryProblems`` / ``registryNote`` (only when non-empty): files that could not be
-  used and why, entries whose host was not loopback (never contacted), a directory that
-  could not be read or was not consulted.
-
-How one port is asked (the connect sweep, ``GET /health``, the screen and manifest of
-a live game) is :mod:`.probe`'s job; this module decides what the answers mean. Its
-names (``probe_port``, ``Probe``, ``connect_sweep``, ...) stay importable from here.
-"""
+"""Discovery: every game instance on this machine, from the registry, a port scan and the
+ports this bridge launched, each verified against the live port, sorted into the
+``list_instances`` report (docs/launching.md). The probe's names stay importable from here."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""A launched game's output: pumped from its pipe to a private log file and a line ring.
-
-The game's stdout and stderr share one pipe (never the bridge's own stdout, which is the
-MCP protocol stream). A thread copies every line to the log file as it arrives (so the
-file is complete even if the bridge dies) and keeps the last lines in memory, numbered,
-so ``instance_log`` can hand out a cursor: ask with ``since=<next>`` and get only what is
-new, with ``dropped`` saying whether lines fell out of the ring in between. The file is
-capped (:data:`LOG_CAP_BYTES`, rotated so the newest output is kept) and old logs are
-pruned by the one rule in :mod:`..paths`.
-"""
+"""A launched game's output, pumped from its pipe to a private, capped log file and a ring of
+numbered lines that ``instance_log`` reads by cursor."""
 
 from __future__ import annotations
 

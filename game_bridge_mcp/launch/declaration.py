@@ -1,16 +1,7 @@
-"""The project's launch declaration: ``gamebridge.json``, found and validated.
-
-A project says once how its game is started, so no caller ever types a build command or
-picks a port. This module is pure parsing over one file: it finds the file (walking up
-from a directory, the way tools find their config, but never past the repository root or
-the home directory), refuses one another user could have written (:mod:`.trust`), checks
-every field, and returns a
-frozen :class:`LaunchDeclaration` that renders the command for a given port. It never
-starts anything; :mod:`game_bridge_mcp.launch.launcher` does.
-
-Every problem is a :class:`BridgeUsageError` that names the file and the field, because
-the reader (often a model) has to fix the file, not guess at it.
-"""
+"""The project's launch declaration, ``gamebridge.json``: found (walking up, never past the
+repository root or the home directory), trusted (:mod:`.trust`) and validated into a frozen
+:class:`LaunchDeclaration`; every problem is a :class:`BridgeUsageError` naming the file and
+the field. Pure parsing: it never starts anything."""
 
 from __future__ import annotations
 

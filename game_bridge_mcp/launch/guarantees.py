@@ -1,12 +1,5 @@
-"""What the bridge cannot guarantee on this machine, said once at start, on stderr.
-
-Psutil is a declared dependency, but a vendored copy may run
-without it, and then the launcher sees less of what it launched (:mod:`.procs`,
-:mod:`.parent`, :mod:`.monitor`, :mod:`..listeners`). A user who is not told would trust
-a "stopped" that covered only part of a game. Every entry point that can launch a game
-(the server, ``call``, ``check``, ``demo``, ``replay``) calls :func:`warn_once` first;
-the text is built from what this machine actually offers, so it says only true things.
-"""
+"""What the bridge cannot guarantee on this machine (a copy running without psutil, or without
+pidfds), said once on stderr by every entry point that can launch a game."""
 
 from __future__ import annotations
 

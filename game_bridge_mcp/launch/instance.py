@@ -1,27 +1,6 @@
-"""One launched game: the record the launcher keeps for it, and the steps that act on
-that one process tree.
-
-The :class:`~.launcher.Launcher` owns *which* instances exist
-(its table, the port locks, the watcher link); each entry is an :class:`Instance`, the
-one owner of a launched process tree. What can be done to a single tree without the
-launcher's table lives here:
-
-* starting it: a new session (so the whole tree can be signalled as a group), output
-  into a pipe for :mod:`.capture`, a pidfd where the platform has one;
-* observing the direct child's exit with ``waitid(WNOWAIT)`` on its pidfd, so it stays
-  unreaped and its pid and process-group id cannot be recycled while the group may still
-  be signalled; a group signal is sent only while that is proved, never on the strength
-  of ``Popen.returncode`` being None (a parent that ignores SIGCHLD makes the kernel reap
-  the child behind Popen's back); an exit status that was lost so is reported as unknown,
-  never as 0;
-* sleeping until the child exits (a pidfd), for polls that should wake at once;
-* telling which process in the tree listens on the port (the game itself, when the
-  command is a shell or a build tool);
-* the boot-failure error, quoting the tree's last output;
-* ending the tree: ``close`` first, wait for the port to go quiet and the processes to
-  exit, then terminate and kill what is left (:func:`.procs.reap_tree`, every signal
-  guarded against pid reuse), and releasing what the record held.
-"""
+"""One launched game: the :class:`Instance` record that owns its process tree, and what is done
+to that one tree (start it, observe its child's exit without reaping it, find its listener,
+report a boot failure, end it)."""
 
 from __future__ import annotations
 

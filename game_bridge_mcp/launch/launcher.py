@@ -1,28 +1,5 @@
-"""Starting game instances on free ports, watching them boot, and ending them completely.
-
-The Launcher is the one owner of every process the bridge starts; nothing else in the
-bridge signals a process. It keeps the table of launched instances and the state around
-it (port locks, the watcher link, the descendant monitor); the work on one instance is
-split out by role:
-
-* **Ports** are claimed, never guessed (:mod:`.portclaim`): an exclusive per-port lock
-  shared by every bridge of this user, then "nothing bound" and "nothing answering".
-  The lock is held for the instance's life.
-* **Launch returns only when ``/health`` answers** ``ok``, polled at a short adaptive
-  interval, reporting progress (elapsed, timeout, last output line) on the way. A child
-  that exits while booting fails at once with its own last output; one that does not
-  answer in time is reaped and reported the same way.
-* **Output** goes to a pipe (never the bridge's stdio), pumped to a 0600 log file and a
-  200-line ring (:mod:`.capture`).
-* **Each process tree** is owned by an :class:`~.instance.Instance` record, which
-  starts it, observes the direct child's exit without reaping it, and ends the tree:
-  ``close`` first, then terminate, then kill (:mod:`.procs`), every signal guarded
-  against pid reuse.
-* **Reaping** on the bridge's exit: :meth:`Launcher.shutdown` stops everything at once
-  within a short bound; and a watcher process (:mod:`.watcher`, fed through
-  :mod:`.watchlink`), started at the first launch, reaps the launched trees if the
-  bridge dies without running any cleanup.
-"""
+"""Starting game instances on claimed ports, watching them boot, and ending them completely:
+the :class:`Launcher` is the one owner of every process the bridge starts (docs/launching.md)."""
 
 from __future__ import annotations
 

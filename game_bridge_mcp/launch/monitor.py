@@ -1,18 +1,5 @@
-"""The launcher's once-a-second look at its process trees.
-
-What the bridge may end is what it knows, and a tree changes
-while it runs. So while anything is launched, a monitor thread, once a second:
-
-* records each tree's new descendants (and tells the watcher), so a grandchild that later
-  leaves the process group is still known; ended ones drop out (``Tree.refresh``);
-* claims the processes this bridge adopted as a child subreaper (:mod:`.parent`): a
-  descendant that double-forked away is re-parented here. One whose process group,
-  session or launch marker names a launched tree joins that tree; one that carries no
-  trace of where it came from (it scrubbed its environment too) is a *stray*: ended when
-  the last launched instance is stopped and at shutdown, and recorded with the watcher
-  so a SIGKILLed bridge still has it reaped;
-* reaps adopted processes that have exited (as a subreaper, their zombies are ours).
-"""
+"""The launcher's once-a-second look at its process trees: new descendants recorded (and told
+to the watcher), adopted processes claimed or kept as strays, exited ones reaped."""
 
 from __future__ import annotations
 

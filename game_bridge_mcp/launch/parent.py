@@ -1,27 +1,5 @@
-"""This process as the parent of what it launches: SIGCHLD, the subreaper, adopted zombies.
-
-Three process-wide facts decide whether the launcher can trust
-what it knows about its children, and each has one owner here.
-
-* **SIGCHLD.** A parent that ignores ``SIGCHLD`` (some shells, IDE wrappers and service
-  managers do) hands that disposition on through ``exec``. Then the kernel reaps our
-  children the moment they exit: their exit codes are lost and their pids (and process
-  group ids) are free for reuse while we still hold them. :func:`restore_sigchld` puts
-  the default back; it must run on the main thread, so entry points call
-  :func:`prepare_parent` at start-up.
-* **The subreaper.** A descendant that double-forks away (its parent exits) is normally
-  re-parented to init and becomes invisible to ``children()``. As a child subreaper
-  (``PR_SET_CHILD_SUBREAPER``, Linux) this process adopts it instead, so it is still
-  found (:func:`adopted`) and reaped.
-* **Adopted zombies.** An adopted process that exits is our zombie, and nobody else will
-  collect it. :func:`reap_adopted` does, but only for children this process did not start
-  itself: every child the launcher starts is registered (:func:`spawning`), so its exit
-  status stays for its owner (which reads it without reaping, see ``instance.py``).
-
-Only a process that called :func:`become_subreaper` adopts anything, so in any other
-process (a test runner embedding a Launcher) :func:`adopted` and :func:`reap_adopted` do
-nothing: there, every child is someone's ``Popen``.
-"""
+"""This process as the parent of what it launches: the default ``SIGCHLD`` restored, the child
+subreaper, and adopted zombies reaped (only children this process did not start itself)."""
 
 from __future__ import annotations
 

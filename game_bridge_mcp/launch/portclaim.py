@@ -1,13 +1,5 @@
-"""Claiming a port for a launch: locked, nothing bound, nothing answering.
-
-"bind, release, bind again later" is not a claim, and a port
-that a stranger holds must be refused with a reason. A port is claimed by taking its
-per-user lock (:mod:`.portlock`) first, then checking that nothing is bound to
-127.0.0.1 there (a bind test) and that nothing answers ``GET /health``. The lock is
-what the launcher then holds for the instance's life. A full range falls back to an
-OS-assigned port; an explicit port is checked the same way, and a refusal says what
-holds it (another bridge's lock and its pid, a running game, some other server).
-"""
+"""Claiming a port for a launch: its per-user lock (:mod:`.portlock`) taken, nothing bound there,
+nothing answering ``/health``; a refusal says what holds it."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Per-port locks shared by every bridge of this user, so two launches never pick one port.
-
-"Bind, release, bind again later" is not a claim: eight bridges choosing at once that way
-collided every time (measured when this was written). So a launcher holds an exclusive ``flock`` on
-``<registry home>/locks/port-<n>.lock`` while it probes a port and for as long as the
-instance it launched lives. The kernel drops the lock when its holder dies, even by
-SIGKILL, so nothing goes stale; the files themselves are never deleted (deleting a
-locked file lets a second process lock a new file of the same name).
-
-The holder writes its pid into the file, so a refusal can say which process holds it.
-Only a regular file of this user's, with one link, is ever locked or written: a symlink,
-a directory, a FIFO or a planted hard link at a lock path makes that port unusable
-(:class:`UnusableLock`, the launcher skips it with a note) and is never followed.
-"""
+"""Per-port ``flock`` locks shared by every bridge of this user, so two launches never pick one
+port (docs/design.md, "Port locks")."""
 
 from __future__ import annotations
 

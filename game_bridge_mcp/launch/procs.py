@@ -1,39 +1,8 @@
-"""Finding and signalling a launched process tree without ever hitting the wrong process.
+"""Finding and signalling a launched process tree without ever hitting the wrong process: every
+signal through a pidfd (or psutil's check) verified against the recorded creation time.
 
-A pid is only a number: the process it named may have exited and the number been handed
-to someone else's editor. So every process the launcher may signal is remembered as a
-:class:`ProcRef` (pid *and* creation time), and every signal goes through
-:func:`send_signal`, which opens a pidfd (``os.pidfd_open``) first and then checks the
-creation time: a match proves the pidfd holds the very process that was recorded, and
-``signal.pidfd_send_signal`` cannot reach anyone else. Where pidfds do not exist, psutil's
-(pid, create_time) check is used, which leaves only a tiny window. Without psutil (a
-vendored copy), the state and creation time are read from ``/proc/<pid>/stat`` where there
-is one, so a zombie still counts as gone and a reused pid as a stranger; what else is lost
-then is said at start by :mod:`.guarantees`.
-
-A launched tree is found three ways, because each misses something:
-
-* its **process group** (the launch starts a new session, so the group id is the child's
-  pid); a grandchild that calls ``setsid`` leaves it;
-* **descendants** through psutil, recorded at launch and refreshed while it runs;
-  orphans re-parented to init are no longer anyone's descendants;
-* an **environment marker** (``GAME_BRIDGE_LAUNCH_ID=<unique>``) set at launch and
-  inherited by everything below, read back through ``/proc/<pid>/environ``.
-
-A group signal (``killpg``) is sent only while the group's leader is pinned: our own
-child, not yet reaped (proved through its pidfd with ``waitid(WNOWAIT)``), so neither its
-pid nor its group id can have been handed to anyone else. Otherwise every member is
-signalled one by one, each through its own verified pidfd.
-
-The process that launches games should call :func:`prepare_parent` at start-up: it
-restores the default ``SIGCHLD`` disposition (a parent that ignores ``SIGCHLD`` hands that
-on, and then the kernel reaps our children at once, freeing their pids for reuse) and
-makes this process a child subreaper, so a descendant that double-forks away is
-re-parented here rather than to init (and :func:`reap_adopted` reaps the ones that exit).
-
-This module needs nothing from its package (standard library and psutil; the marker's
-name from the contract module, spelled out here when there is no package), so the
-watcher process can load it by file path when the package is vendored.
+It needs nothing else from its package (the marker's name is spelled out when there is no
+package), so the watcher can load it by file path when the package is vendored.
 """
 
 from __future__ import annotations

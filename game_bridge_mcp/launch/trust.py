@@ -1,21 +1,6 @@
-"""Whether a launch declaration may be believed: it is code the bridge runs.
-
-``gamebridge.json`` names a command, and ``launch_instance`` runs
-it. A file that another user wrote, or could have replaced, is somebody else's command
-run as you. So a declaration is used only when
-
-* it is owned by you or by root, and nobody else may write to it, and
-* nobody else can change which file that path reaches: every directory on the way, from
-  ``/`` and through every symbolic link's target, is yours or root's and not writable by
-  other users, unless the sticky bit is set (as on ``/tmp``, where only a name's owner may
-  remove or rename it, so the name must be yours or root's), and every link on the way is
-  yours or root's.
-
-"Other users" is precise about groups: a directory writable by your own private group
-(the usual ``umask 002`` layout, one group per user) is yours; a group with anyone else
-in it is not. A refusal names the file, its owner and the fix, and a refused declaration
-is never run, and never shown as a launch hint either.
-"""
+"""Whether a launch declaration may be believed: it is code the bridge runs, so it must be
+yours or root's and unchangeable by anyone else (docs/reliability.md, "The launch
+declaration's trust boundary")."""
 
 from __future__ import annotations
 

@@ -1,31 +1,8 @@
-"""The reaper that outlives a SIGKILLed bridge: reaps what the bridge launched, then exits.
-
-A bridge that is SIGKILLed (or crashes past its ``finally``) runs no cleanup, and its
-games would be left running on the desktop. So at its first launch the bridge starts this
-small process in its own session, with a pipe from the bridge as its stdin, and writes a
-record for each launch (pid, creation time, process group, environment marker) and each
-descendant it later sees. When the pipe reaches EOF, because the bridge exited for any
-reason, the watcher reaps exactly what the records name and exits:
-
-    bridge ──pipe (records)──▶ watcher          (own session: immune to the bridge's
-       │                          │               group signals and terminal Ctrl-C)
-       └─ spawns ─▶ game tree     └─ on EOF: SIGTERM, then SIGKILL, each guarded by
-                                     (pid, create_time); group only while a verified
-                                     member lives; marker search for setsid escapees
-
-A bridge that exits normally has already stopped its instances and written ``forget``
-records, so on EOF there is nothing left and the watcher just exits. Records are JSON
-lines: ``{"op": "launch", "id", "pid", "ctime", "pgid", "marker", "spare"}``,
-``{"op": "expect", "id", "marker"}`` (sent before the spawn, so even a bridge killed
-between spawn and record leaves a findable marker), ``{"op": "child", "id", "pid",
-"ctime"}`` and ``{"op": "forget", "id"}``; ``{"op": "ping", "seq"}`` is answered at once
-with the line ``<seq>`` on stdout (a pipe back to the bridge), which is how the bridge
-knows this watcher is still reading: one that does not answer (stopped, hung) is killed
-and replaced.
+"""The reaper that outlives a SIGKILLed bridge: reads the bridge's records from its stdin, and
+on EOF reaps exactly what they name, then exits (docs/design.md, "The watcher").
 
 Runnable as ``python -m game_bridge_mcp.launch.watcher`` or as ``python <path>/watcher.py`` (how
 the launcher starts it, so it works when the package is vendored under another name).
-It writes nothing to stdout but those answers, and never signals anything it was not told about.
 """
 
 from __future__ import annotations

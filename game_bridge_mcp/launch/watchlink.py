@@ -1,29 +1,6 @@
-"""The launcher's pipe to the reaper watcher: started lazily, kept alive, never a hang.
-
-The watcher (:mod:`.watcher`) reaps launched games when the
-bridge dies without running any cleanup, and it only knows what the bridge told it. This
-is the bridge's side of that conversation: it starts the watcher at the first record
-(in its own session, stdout and stderr to /dev/null, the launch marker removed from its
-environment), writes JSON-line records (``expect``, ``launch``, ``child``, ``forget``)
-into its stdin, keeps every record still in force so a new watcher gets them all again,
-and closes the pipe on a clean shutdown, which lets the watcher exit. The watcher script
-is started by file path, so it works when the package is vendored under another name. A
-detached launcher (``call launch_instance --keep``) uses :class:`NoWatcher`, because its
-games must outlive it.
-
-The link can never hold up the launcher:
-
-* :meth:`WatcherLink.send` only records and queues; one writer thread owns the pipe and
-  writes without blocking, under a deadline, holding no lock anyone else needs;
-* that thread looks at the watcher at least every :data:`CHECK_S`: a watcher that died is
-  replaced (and told everything still in force) within about a second, and one that stops
-  taking records for :data:`WRITE_DEADLINE_S`, or leaves a ``ping`` unanswered (its
-  stdout is a pipe back to the bridge) for :data:`ANSWER_DEADLINE_S` (SIGSTOPped, hung:
-  a pipe with room would take its records all the same), is killed, never just hung up
-  on (it would reap live games when it woke), and replaced;
-* a child record whose process has ended is dropped, so the records kept for a new
-  watcher hold the live tree, not its history.
-"""
+"""The launcher's pipe to the reaper watcher: started at the first record, kept alive, replaced
+when it dies or stops reading, and never able to hold the launcher up
+(docs/design.md, "The watcher"). A detached launcher uses :class:`NoWatcher`."""
 
 from __future__ import annotations
 

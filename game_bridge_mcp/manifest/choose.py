@@ -1,13 +1,6 @@
-"""Which manifest a game instance gets: the one rule, shared by the Bridge and discovery.
-
-In order: the game's own ``GET /tools``, normalised; when it answers 404 (it serves no
-manifest), the ``--manifest FILE`` if one was given, else the built-in fallback; when its
-``/tools`` breaks the contract, the fallback with the reason (the instance stays drivable
-through passthrough). A port that is not a game at all must not be dressed up as one, so
-with ``verify`` a fallback is given only after ``/health`` proved a game answers there.
-
-Nothing here speaks HTTP: the caller hands in its client for the port.
-"""
+"""Which manifest a game instance gets, the one rule shared by the Bridge and discovery: its
+own ``/tools``; on 404 the ``--manifest`` file or the fallback; on a broken one the fallback
+with the reason (with ``verify``, only once ``/health`` proved a game answers)."""
 
 from __future__ import annotations
 

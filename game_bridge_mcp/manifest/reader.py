@@ -1,19 +1,6 @@
-"""Reading a game's tool manifest (``GET /tools`` or ``--manifest FILE``) into toolsets.
-
-The manifest is written by whatever serialiser a game had to
-hand, so docs/contract.md asks the bridge to be tolerant (toolsets as an array or a map; tools
-as an array or a map; string ``sync`` flags; any ``game.protocol``), and one malformed
-tool must never take an instance offline. It is also *hostile input*: its text reaches
-a model, so it is data, not instructions; sizes are bounded, and a game tool never
-shadows a bridge tool. This module owns the document, toolset and tool levels and the
-frozen dataclasses the rest of the bridge reads; the two layers under it are
-:mod:`.sanitise` (making text safe to show) and :mod:`.schema` (arguments -> JSON
-Schema, verbatim ``inputSchema`` checks). Their public names are re-exported here.
-
-Everything here is pure (plain data in, frozen dataclasses out) except
-:func:`load_manifest_file`. :func:`normalise_manifest` never raises: whatever it cannot
-use is dropped, and the reason is kept for diagnostics (``Manifest.to_diagnostics()``).
-"""
+"""Reading a game's tool manifest (``GET /tools`` or ``--manifest FILE``) into frozen toolsets,
+tolerant of its shapes and treating its text as hostile data (docs/game-side.md, "How the
+bridge reads a game's manifest"). :func:`normalise_manifest` never raises."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""The one sanitiser of game text: hidden characters removed, lengths capped.
-
-Every string a game publishes (tool and argument descriptions,
-names, examples, identity, and everything in its answers) reaches a model, so it is
-data, not instructions. Control, format and invisible characters are removed and every
-text is capped, in one place, so the manifest reader, the schema converter and the
-Bridge's answers cannot disagree about what is "clean". :func:`strip_hidden` and
-:func:`is_clean` are the rule for any text; the boundary that applies them to every
-answer and error the agent sees is ``core/boundary.py``; :func:`terminal` applies the
-same rule to every stream a command line writes to. Pure functions over plain values
-(and that one stream wrapper); nothing here raises on hostile input.
-"""
+"""The one sanitiser of game text: hidden characters removed and lengths capped, for the
+manifest, the Bridge's answers (``core/boundary.py``) and every stream a command line writes."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Turning a manifest tool's arguments into a JSON Schema, and checking a verbatim one.
-
-Games describe arguments in whatever shape their serialiser
-produced (an array of objects or of bare names, a map of name -> object or -> type name;
-type names from typed languages; defaults written as text). :func:`args_to_schema` is
-the one converter from those shapes to a JSON Schema object, used for game tools and for
-the bridge's own tools alike; :func:`verbatim_schema` checks and copies a tool's own
-``inputSchema``. Both are pure and bounded against hostile input (sizes, depth, counts);
-what cannot become a schema at all raises :class:`ArgumentsError`, whose message is the
-reason the manifest reader gives for dropping the tool.
-"""
+"""A manifest tool's arguments, in whatever shape its game wrote them, as a JSON Schema
+(:func:`args_to_schema`), and a verbatim ``inputSchema`` checked (:func:`verbatim_schema`),
+bounded against hostile input."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """The instance registry: one small JSON file per running game, so a bridge can find it.
-
-``entry`` validates one file, ``reader`` reads a directory of them (and prunes the dead),
-``writer`` writes a game's own entry (the kit uses it). Standard library only (psutil
-when present, to tell a live process from a dead one); nothing here speaks HTTP. Where the
-directory is comes from :mod:`game_bridge_mcp.paths`.
-"""
+Standard library only (psutil when present); where the directory is comes from
+:mod:`game_bridge_mcp.paths`."""
 
 from __future__ import annotations
 

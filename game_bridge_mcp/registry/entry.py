@@ -1,17 +1,5 @@
-"""One registry entry: where entry files live, what a valid one says, and reading one safely.
-
-A game that has bound its debug port writes ``<dir>/<pid>.json`` naming itself (see
-:mod:`.registry` for why such a file is only advertising). This module holds the part
-that reader and writer share, so the writer need not import the reader (nor psutil):
-the directory's location (:func:`registry_dir`), the value types, the pure validation
-of one decoded document (:func:`parse_entry`) and reading one file without trusting
-it (:func:`load_entry`: no symlinks, no FIFOs, a size cap, strict JSON). The reader
-(:mod:`.registry`) scans the directory with it; the writer (:mod:`.registration`)
-re-reads its own entry with it before deleting.
-
-Standard library only: the game kit's writer imports it, and a vendored kit must not
-need psutil.
-"""
+"""One registry entry: where entry files live, what a valid one says, and reading one without
+trusting it; shared by the reader and the writer, standard library only."""
 
 from __future__ import annotations
 

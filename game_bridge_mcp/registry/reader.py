@@ -1,26 +1,6 @@
-"""The instance registry, as the bridge reads it: one small JSON file per running game.
-
-A game that has bound its debug port writes ``<dir>/<pid>.json`` naming itself, so a
-bridge can find it without guessing ports. The file is *advertising*, never truth: a
-crash or a force-kill leaves it behind, a hostile or confused process may write
-anything into it, and a game still binding its port looks exactly like a dead one.
-
-So the registry does a few small, careful things and nothing else, in three modules:
-
-* **One entry** (:mod:`.entry`): where the directory is, the value types, and
-  validating and reading one file without trusting it.
-* **Reading** (here, :func:`read_registry`) turns the directory into typed
-  :class:`RegistryEntry` values plus a :class:`RegistryProblem` for every file that
-  could not be used, with the reason. It never connects anywhere, never deletes
-  anything and never raises for bad input: verifying entries against the live port is
-  :mod:`game_bridge_mcp.discovery`'s job. :func:`prune_entry` deletes a stale entry
-  only when discovery asks and its pid is gone.
-* **Writing** (:mod:`.registration`, :func:`register_instance`) is for games written
-  in Python; it runs inside the game, so it lives apart and never raises.
-
-Every registry name is importable from here. Standard library plus optional psutil
-(for :func:`pid_alive`); the writer's modules need only the standard library.
-"""
+"""The instance registry as the bridge reads it: typed entries and a problem for every file
+that could not be used, never connecting, deleting or raising (a stale entry is pruned only
+when discovery asks). Every registry name is importable from here."""
 
 from __future__ import annotations
 

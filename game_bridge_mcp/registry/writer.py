@@ -1,14 +1,5 @@
-"""The registry writer, for games written in Python: advertise this instance.
-
-A game calls :func:`register_instance` once its debug port is bound, and the bridge
-finds it without guessing ports. The writer lives apart from the reader
-(:mod:`.registry`) because it runs inside the *game*, not the bridge: the game kit
-(:mod:`game_bridge_mcp.game`) imports it, so it must be small, standard library only
-(no psutil: the kit is vendorable without it) and must never raise into the game,
-because an unwritable home must not stop a game. The write is atomic (a temporary
-file, then ``os.replace``), so a reader never sees half an entry; :class:`Registration`
-removes the entry on clean shutdown, and only while it still names this process.
-"""
+"""The registry writer, run inside a Python game: :func:`register_instance` writes the entry
+atomically once the port is bound, and never raises into the game; standard library only."""
 
 from __future__ import annotations
 
