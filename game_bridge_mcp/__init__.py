@@ -1,8 +1,7 @@
 """game-bridge-mcp: let an AI agent launch, drive and read games over a localhost HTTP contract.
 
-The public names are importable from here. Importing this package never imports the MCP
-SDK (only ``start_stdio_server`` does, when called), so the package can be vendored into a
-repository that has only the standard library and psutil.
+The public names are importable from here; importing the package never imports the MCP SDK,
+so it can be vendored where only the standard library and psutil are installed.
 """
 
 from __future__ import annotations

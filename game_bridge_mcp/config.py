@@ -1,9 +1,5 @@
-"""Options: CLI options, then the environment, then defaults; and port resolution.
-
-Everything here is pure over its inputs (``argv`` and an ``environ`` mapping), so tests
-pass their own environment. Reading the project's ``gamebridge.json`` into a Config is
-``launch.declaration.apply_project_config``.
-"""
+"""Options: CLI options, then the environment, then defaults; and port resolution. Pure over
+``argv`` and an ``environ`` mapping."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The game-bridge contract as names and numbers, in one place: endpoints and their
-parameters, headers, extension names, environment variables, limits, confirmation labels,
-and the condition shape that ``until``, ``wait_for`` and ``advance`` share.
-
-Pure data, importing nothing of the package, so the game kit, the bridge and ``check`` all
-spell the contract from here. ``docs/contract.md`` says what each name means on the wire.
-"""
+"""The game-bridge contract as names and numbers, in one place: endpoints, parameters, headers,
+extension names, environment variables, limits, confirmation labels and the condition shape.
+Importing nothing of the package, so the kit, the bridge and ``check`` all spell the contract
+from here; docs/contract.md says what each means on the wire."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The errors the bridge reports, each carrying its fields and a reader-facing message.
-
-Messages are written for the reader, who is usually a model: what happened, what did
-not, and the next thing to try. The first word of an error's rendering is its name
-(``GameOffline: ...``), which is what an agent, a log reader and the CLI's exit codes
-key on. Lower layers raise these; the MCP adapter and the CLI are the only places that
-turn them into results and exit codes.
-"""
+"""The errors the bridge reports, each carrying its fields and a message written for its
+reader: what happened, what did not, the next thing to try. The first word of its rendering
+is its name, which exit codes and agents key on."""
 
 from __future__ import annotations
 

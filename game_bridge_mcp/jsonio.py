@@ -1,27 +1,5 @@
-"""The one JSON decoder for what games and files send, and the one capped file reader.
-
-Everything the bridge parses comes from outside: a game's HTTP answers, registry entries,
-manifest files, launch declarations. They share two rules, kept here once:
-
-* :func:`decode_json` parses a document and raises ``ValueError`` with a short reason
-  that reads after "the body ..." / "the file ..." (invalid, not UTF-8, nested too deeply,
-  too many values to decode). ``NaN``/``Infinity`` become ``None``, or with ``strict``
-  (files, conformance checks) are refused. Large documents are parsed with the cyclic
-  garbage collector paused, within a call (:func:`large_documents_scope`) until it ends.
-* The decoded size is bounded, not only the bytes: what a document costs once decoded
-  depends on its shape (empty objects cost far more decoded than as text), so a
-  document is decoded only if it has at most :data:`MAX_VALUES` objects, arrays and
-  commas (about its number of values). Counted cheaply: a body shorter than that many bytes cannot hold more (every
-  value costs at least a byte); a longer one has its ``{``, ``[`` and ``,`` counted in one
-  pass, and only when that count is over the limit are they counted again outside strings.
-  Whatever its shape, a document within the limit decodes to at most about
-  ``MAX_VALUES * 100`` bytes plus its text (:data:`DECODED_BOUND_TEXT`).
-* :func:`read_capped` reads a file without reading more than a cap, optionally refusing
-  symbolic links and anything that is not a regular file (without blocking on a FIFO),
-  and raises :class:`FileProblem` with a reason that reads after the file's name.
-
-Standard library only; nothing here knows about HTTP, games or the bridge's errors.
-"""
+"""The one JSON decoder for what games and files send, bounded in bytes and in decoded values
+(docs/design.md, "JSON from outside"), and the one capped file reader. Standard library only."""
 
 from __future__ import annotations
 

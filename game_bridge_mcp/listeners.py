@@ -1,17 +1,6 @@
-"""Who listens on a local TCP port: the socket's owner and the processes holding it.
-
-A port number proves nothing about who answers on it. A launched
-game may have died and a stranger bound its port; a listener may belong to another user
-of the machine. The launcher must know before it asks a port's process to ``close``, and
-discovery before it calls a listener "launched by this bridge" or one of ours. Both ask
-here, and both get the same answer.
-
-On Linux the kernel's socket tables (``/proc/net/tcp`` and ``tcp6``) say which sockets
-listen on a port, with their owner's uid and inode; a process holds the socket when one
-of its descriptors (``/proc/<pid>/fd/*``) links to ``socket:[inode]``. Elsewhere psutil
-is asked, where it can tell. Standard library plus optional psutil; imports nothing else
-from the package.
-"""
+"""Who listens on a local TCP port: the socket's owner and the processes holding it, from the
+kernel's socket tables on Linux, else psutil where it can tell. Imports nothing else from the
+package."""
 
 from __future__ import annotations
 

@@ -1,28 +1,6 @@
-"""The one owner of where the bridge and the kit keep files on disk.
-
-Everything under one per-user home, ``$GAME_BRIDGE_HOME`` (default ``~/.game-bridge``):
-
-* ``instances/``: the instance registry (``--registry-dir`` or ``$GAME_BRIDGE_INSTANCES``
-  move it; the home is then its parent, and everything below moves with it);
-* ``locks/``: the launcher's per-port lock files;
-* ``logs/``: launched games' output (private, 0700; files 0600);
-* ``screenshots/``: ``get_screenshot``'s copies (``$GAME_BRIDGE_SCREENSHOTS`` moves them);
-* ``pythonpath/``: a directory per installed copy of the package, holding only a link to
-  it, which launched games get on their ``PYTHONPATH`` (see :func:`package_path_dir`);
-* ``http/token``: the bearer token an HTTP server (``--http``) generated (private, 0600).
-
-Every directory the bridge or the kit creates, the home and its parents included, is
-created 0700 whatever the umask (:func:`make_dirs`); one that exists is never chmodded.
-When a directory there is not private to this user (a read-only home, another user's
-directory, one others can write to), a private one in the system's temporary directory
-is used instead (``<tmp>/game-bridge-<kind>-<uid>``). Traces go only where the user names them. Nothing
-here creates files except :func:`log_dir`, :func:`screenshot_dir`, :func:`http_dir` and
-:func:`package_path_dir` (which must prove a directory private before anything is written
-there); the directories' users create the rest.
-
-What is kept is decided in one place too: :func:`prune_files` with a :class:`KeepRule`
-per kind of file (age, count and total size), called by whoever writes that kind.
-"""
+"""The one owner of where the bridge and the kit keep files (docs/cli.md, "Where files go"):
+directories made private whatever the umask, a private temporary one when a directory is not
+this user's, and what is kept (:func:`prune_files` with a :class:`KeepRule` per kind)."""
 
 from __future__ import annotations
 

@@ -1,41 +1,6 @@
-"""The one shape of waiting, and how a wait is cancelled.
-
-Waiting: check, and until it succeeds or the deadline passes, sleep a little longer each
-time. Readiness after a launch, a port going quiet after ``close``, a process tree going
-away, and ``wait_for`` all wait this way; only the command confirmation does not (it
-sleeps until a predicted frame start: ``wire/confirm.py``).
-
-Cancelling: a worker thread cannot be cancelled from outside. When an MCP client cancels
-a call (``notifications/cancelled``, what it sends when the user presses Esc), the SDK
-cancels the handler's task, but the thread doing the Bridge's work would poll, sleep and
-wait on until the call's own deadline. So the adapter gives each call a
-:class:`CancelToken` and sets it when the SDK cancels the request; the call's blocking
-work finds it with :func:`current_token` and stops within about :data:`CANCEL_LATENCY_S`:
-
-* :func:`sleep` (the default sleep of :func:`poll_until` and of ``GameClient``) ends
-  early and raises :class:`Cancelled`; :func:`poll_until` checks between its looks;
-* :func:`check_cancelled` raises :class:`Cancelled` in a loop of one's own;
-* :func:`on_cancel` registers something to do at once on cancellation (the transport
-  shuts down the socket of a request in flight, so even a request to a frozen game ends).
-
-Without a token (the ``call`` CLI, tests, the game kit) every function here behaves as
-plain ``time.sleep`` / does nothing. The token travels with the call in a context
-variable (:func:`cancel_scope`), so it reaches the code a worker thread runs without
-being passed through every signature; code that hands work to other threads passes it on.
-
-``Cancelled`` is a ``BaseException`` (like ``asyncio.CancelledError``): an ``except
-Exception`` in a composite or a retry loop does not swallow it, while ``finally`` and
-``except BaseException`` clean-up still runs.
-
-Progress: a long wait says how far it is. The adapter gives a call whose client asked for
-progress (a ``progressToken``) a callback; :func:`progress_scope` carries it in a context
-variable like the token, and the waits report through :func:`report_progress`, which
-sends at most one report every :data:`PROGRESS_INTERVAL_S` (none for a wait shorter than
-that) and does nothing when no one asked.
-
-Pure standard library; the clock and the sleep are injectable, so a caller can wake
-early (a launched game's exit) and tests need no real time.
-"""
+"""The one shape of waiting (check, sleep a little longer, until a deadline), how a call's wait
+is cancelled, and how a long wait reports progress (docs/design.md, "Cancelling a call").
+Standard library only; the clock and the sleep are injectable."""
 
 from __future__ import annotations
 

@@ -1,26 +1,6 @@
-"""A pytest plugin for game projects: drive your game in tests, and replay recordings as tests.
-
-Installed with the package (an entry point, so ``pip install game-bridge-mcp`` is enough;
-``pytest -p game_bridge_mcp.testing`` loads it explicitly, ``-p no:game_bridge_mcp.testing``
-turns it off). It gives:
-
-- the ``game`` fixture: launches the project's game from its ``gamebridge.json`` (found
-  from the test run's root directory, or ``--game-bridge-config FILE``), yields a
-  :class:`GameDriver` bound to it, and stops it when the test ends. ``@pytest.mark.game_bridge(paused=True)``
-  launches it paused (the ``clock`` extension)::
-
-      def test_two_cherries_merge(game):
-          game.click(label="Start")
-          game.drop(x=0)
-          game.wait_for(path="game.moving", equals=0)
-          assert game.get_state(summary=True)["game"]["merges"] == 1
-
-- every recording (a ``*.trace`` file written by ``--record``) under the collected paths
-  becomes a test that replays it against a freshly launched instance and fails with the
-  divergence; ``--game-bridge-reports DIR`` writes each one's HTML report there. For
-  recordings kept elsewhere, :func:`recordings` and :func:`assert_replays` do the same
-  from a parametrised test.
-"""
+"""A pytest plugin for game projects: the ``game`` fixture drives your game in tests, and every
+recording under the collected paths replays as a test (docs/record-replay.md, "In your
+game's test suite")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``game-bridge-mcp browser ...``: hand the process over to the browser wrapper.
-
-It execs the wrapper instead of importing it: as for ``pygame``, the game kit is a side branch
-nothing in the bridge imports, and the wrapper must be this very process, so that the
-pid a launcher started is the wrapper's and the browser joins that process's group. So
-the command replaces itself with ``python -m game_bridge_mcp.game.browser ARGS``.
-"""
+"""``game-bridge-mcp browser ...``: exec the browser wrapper, so the pid a launcher started is the
+wrapper's and the browser joins its process group."""
 
 from __future__ import annotations
 

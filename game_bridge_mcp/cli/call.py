@@ -1,16 +1,5 @@
-"""``game-bridge-mcp call TOOL [JSON]``: run one tool in-process, the way an agent would.
-
-The same Bridge as the server, no MCP client needed: the result JSON goes to stdout, an
-error's text to stderr, and the exit code names the error type (see docs/cli.md). TOOL is
-one of the seven tools, or any bridge, composite or game tool, which is run through
-``call_tool`` (its JSON is that tool's arguments; ``port`` may be among them).
-
-Launching from a one-shot command is different from launching from a server: the
-process that launched a game is gone when the command returns, so it cannot reap it or
-capture its output later. ``call launch_instance`` therefore refuses unless ``--keep``
-says the game is meant to outlive the command; the game then writes its output straight
-to its log file, and is ended with ``call close --port N`` (its own clean shutdown).
-"""
+"""``game-bridge-mcp call TOOL [JSON]``: run one tool in-process, the way an agent would
+(docs/cli.md, "From the shell: ``call``")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""``game-bridge-mcp demo``: see the whole bridge work in one command.
-
-A newcomer should see an agent's view of a game in the first minute,
-before writing any code. This writes a ``gamebridge.json`` for the bundled demo game
-(:mod:`game_bridge_mcp.game.demo`) in a temporary directory, launches it through the
-same :class:`~game_bridge_mcp.core.bridge.Bridge` the MCP server uses, plays a short round
-with the seven tools, each move one ``call_tool`` with ``until`` (its answer says whether
-the move worked, what it did, what happened and how the board looks), prints what
-happened, and stops the instance.
-
-``game-bridge-mcp demo --init`` instead writes that ``gamebridge.json`` into the
-current directory, so ``launch_instance`` works there from any MCP client; the game it
-launches writes its screenshots into ``./screenshots`` there.
-"""
+"""``game-bridge-mcp demo``: the bundled demo game launched and played with the seven tools in a
+temporary directory; ``--init`` writes its ``gamebridge.json`` here instead."""
 
 from __future__ import annotations
 

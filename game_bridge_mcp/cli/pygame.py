@@ -1,11 +1,5 @@
-"""``game-bridge-mcp pygame ...``: hand the process over to the pygame wrapper.
-
-It execs the wrapper instead of importing it: the game kit (``game_bridge_mcp.game``) is a side
-branch that nothing in the bridge imports (see the package layout), and the wrapped game
-must run as this very process, so that the pid a launcher started is the game's. So the
-command replaces itself with ``python -m game_bridge_mcp.game.pygame ARGS``, which is
-also how to run the wrapper directly.
-"""
+"""``game-bridge-mcp pygame ...``: exec the pygame wrapper, so the wrapped game runs as this very
+process and the pid a launcher started is the game's."""
 
 from __future__ import annotations
 

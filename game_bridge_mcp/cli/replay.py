@@ -1,15 +1,5 @@
-"""``game-bridge-mcp replay FILE``: re-run a recorded session against a game and compare.
-
-The shell around :mod:`game_bridge_mcp.trace`: it reads the trace, finds or launches the
-instances to replay against, checks they are the game the recording was made against,
-runs the replay engine on a Bridge, prints the verdict, and writes the HTML report and
-(``--update``) a new recording. Everything it launched is stopped before it returns.
-
-Exit codes: 0 every answer matched (or ``--update`` wrote the new recording), 1 the replay
-diverged, and the usual codes for errors: 2 bad usage, a broken trace or a game identity
-that differs (``--force`` to go on), 3 ``GameOffline`` (the game died mid-replay),
-4 ``NotAGameSurface``.
-"""
+"""``game-bridge-mcp replay FILE``: re-run a recorded session against a game, print the verdict,
+write the report; the exit codes are docs/record-replay.md's."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""The one boundary between game text and the agent: every answer, error and progress
-line the Bridge gives passes through here, on its way out of ``Bridge.run_tool``.
-
-One place at the door, not one at each reader: game text reaches an answer by many roads
-(the launched game's name and version, the digest's screen, labels, ``game`` keys and
-values and events, ``ui.text``, a command's refusal and the list of commands it accepts,
-``CommandFailed``'s reason and the state after it, a full ``/state``, log lines, a boot
-failure's output, a screenshot's notes) and more are added all the time. Cleaning at the
-door covers them all, whoever adds the next one: control characters, bidirectional
-overrides and zero-width characters (``manifest.sanitise.strip_hidden``'s rule) never
-leave the Bridge, in a value or in a dict key. Numbers that are not JSON (``1e400`` is
-infinite once decoded) leave as ``null``.
-
-Cost: one pass over the answer that only looks (C-level string checks); an answer is
-copied only when something in it must change. Readers may still cap and trim their own
-fields; they need not strip anything.
-"""
+"""The one boundary between game text and the agent: every answer, error and progress line
+leaving ``Bridge.run_tool`` is cleaned here of hidden characters and non-JSON numbers,
+copied only when something must change (docs/reliability.md, "Game text")."""
 
 from __future__ import annotations
 

@@ -1,30 +1,6 @@
-"""The bridge's side of ``clock``: ``advance``, a paused launch, and ``wait_for``'s
-refusal of a paused game.
-
-Stepping a paused game until a condition holds is a loop with
-rules of its own (one ``step {frames: 1}`` per frame, the condition checked after every
-one so it stops at exactly the first frame where it holds, and ``simFrame`` watched to
-catch a game whose clock lies), kept apart from the Bridge, which only hands it the
-port's GameClient under the port's command lock.
-
-Rules an agent can rely on (docs/clock.md says them too):
-
-* ``advance`` needs ``clock`` in ``/health`` ``features``; a running game is paused
-  first (the answer says so) and stays paused afterwards.
-* ``frames`` alone: exactly that many frames, in one ``step``. ``until``: frame by frame,
-  at most ``maxFrames`` (default 600) or ``frames`` when given (the smaller of both);
-  checked against the state before the first step too, so a condition that already
-  holds advances 0 frames. ``{event}`` means an event that appears during the advance.
-  The condition is core/waiting.py's (the one ``wait_for`` and ``until`` use), watched
-  from the state before the first step.
-* Every step must move ``simFrame`` by exactly its frames; otherwise the game's clock is
-  broken and ``advance`` stops with ClockBroken (rendered as NotAGameSurface).
-* ``inputs``: the frames run with input delivered at given frames (core/inputs.py).
-* Commands that were answered as pending (core/pending.py) complete as the frames run,
-  and a step's completion is published only after theirs (commands complete in queue
-  order): while one of them is not done, a step is confirmed by ``simFrame`` reaching
-  its frames, not by its id.
-"""
+"""The bridge's side of ``clock``: ``advance`` (frame by frame until a condition, with
+``simFrame`` watched for a clock that lies), a paused launch, and ``wait_for``'s refusal of a
+paused game; the rules are docs/clock.md's."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Composites: tools a host application adds to the bridge by chaining commands.
-
-A composite either chains several commands or waits for something ``/command`` cannot
-report. Its ``run(ctx)`` is a plain function handed a context scoped to one instance, so
-it never thinks about ports, and it inherits the bridge's confirmation, errors and
-discovery. ``only`` names the games it suits (matched against the manifest's
-``game.name``); it is never offered to another game.
-"""
+"""Composites: tools a host application adds to the bridge by chaining commands, each a plain
+``run(ctx)`` handed a context scoped to one instance and offered only to the games ``only``
+names."""
 
 from __future__ import annotations
 

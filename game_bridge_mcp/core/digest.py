@@ -1,9 +1,5 @@
-"""Reading a game's ``/state``: the compact digest, dotted paths and recent events.
-
-Pure functions over the decoded JSON. The digest keeps what an agent needs after every
-command (frame, screen, visible element labels, scalar ``game`` fields, recent events)
-and leaves out nested arrays and objects, which is where megabyte entity lists live.
-"""
+"""Reading a game's ``/state``: the compact digest (what an agent needs after every command,
+without the nested lists where megabytes live), dotted paths and recent events. Pure."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Events in the answers: each one once, with its fields, bounded; and ``get_events``.
-
-The cursor that knows which events are new is the GameClient's
-(wire/events.py); this is what the agent reads of them. :func:`answer_events` gives the
-fields a digest carries (``events``, and ``eventsLeftOut`` / ``eventsNote`` when there is
-something to say); :func:`get_events` serves the ``get_events`` tool from ``/events`` when
-the game advertises it, else from ``/state``. Every value shown goes through
-:func:`~.digest.bounded`, the one place game values are made fit to show.
-"""
+"""Events in the answers, each once, with its fields, bounded; and ``get_events``, from
+``/events`` when the game advertises it, else from ``/state``."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""``advance {frames, inputs}``: a paused game stepped with input delivered at given frames.
-
-"Hold right, jump at frame 10, let go at frame 30" is one call, and the same call gives
-the same frames every time: for any game with ``clock`` and ``input`` (the kit, the pygame
-and browser wrappers, a game in any engine), built from the game's own ``step``, ``key``,
-``mouse`` and ``text`` commands, with no new wire command.
-
-Rules (docs/clock.md says them too):
-
-* ``inputs`` is a list of ``{at, key, action?, frames?}``, ``{at, mouse: {x, y, button?,
-  action?}}`` or ``{at, text}``; ``at`` counts frames from the start of the advance (0:
-  before its first frame) and must be less than ``frames``. Everything is checked before
-  any frame runs.
-* Inputs are sent in ``at`` order (the list's order among equal ``at``), each right
-  before the frame it names, not waited for; the frames between are one ``step`` each.
-  A game applies commands in the order they came, before its next frame, so the game
-  receives each input exactly at its frame.
-* The answer is advance's, with ``inputs``: each input's ``at``, ``tool``, ``commandId``
-  and outcome (``ok`` and its ``result`` or ``error``, from ``commandResults``), or
-  ``done: false`` for one still in progress when the frames ran out (a press held past
-  the end).
-"""
+"""``advance {frames, inputs}``: a paused game stepped with input delivered right before the
+frames it names, built from the game's own ``step``, ``key``, ``mouse`` and ``text``; the rules
+are docs/clock.md's."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What ``list_toolsets`` and ``describe_toolset`` say about an instance.
-
-Pure functions over a normalised Manifest and the composites that suit the game: the
-Bridge fetches (and caches) the manifest, these shape the answer an agent reads.
-"""
+"""What ``list_toolsets`` and ``describe_toolset`` say about an instance: pure functions over its
+normalised manifest and the composites that suit it."""
 
 from __future__ import annotations
 

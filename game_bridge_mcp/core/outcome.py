@@ -1,19 +1,6 @@
-"""A command's answer: what the game says it did, from ``/state`` ``commandResults``
-(docs/contract.md, ``results``), and the shape the bridge answers in.
-
-The bridge must say truthfully whether a command worked, and a
-game's list can be missing, rolled past the command, or malformed. :func:`command_outcome`
-is the one reader: it finds the entry for one ``commandId`` and says ``ok``, the game's
-reason (sanitised, capped) or its ``result`` (bounded), or why the list could not be used.
-Pure; never raises on what a game sends.
-
-An agent (and a client written against the documented example) reads every ``call_tool``
-answer for a command the same way, so the field list is written down once, here, and
-every answer is built through :func:`command_answer`. Each answer stands alone: the digest
-in it is the whole digest of the state it reports (``get_state {summary: true}``'s fields,
-with the values at that moment); only its events depend on what earlier answers showed
-(each event once, see core/events.py).
-"""
+"""A command's answer: what the game says it did (:func:`command_outcome`, the one reader of
+``commandResults``, never raising on what a game sends), and the shape every command answer
+is built in (:func:`command_answer`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Commands that wait for a paused game's clock: answered at once as pending, then
-delivered by the next ``advance``, which says so.
-
-Input on a paused game (and a command queued behind a running ``step``) cannot complete
-until simulated frames run, so waiting for it could only time out, and an agent that
-then retried would send it twice. The bridge answers such a
-command at once (``applied: false, pending: true``) and keeps it here, per port, until
-an answer's state shows it done (``completedCommandId`` reached its id): the next
-``advance`` lists it under ``delivered``, with its outcome from ``commandResults``. A
-command still waiting is listed in every answer for the port (``stillPending``), so an
-agent that did something else first is told; at most :data:`MAX_PENDING` wait at once,
-and a restart of the game (a new generation of its client) loses them, which is said.
-"""
+"""Commands that wait for a paused game's clock: answered at once as pending, kept per port,
+and listed as delivered by the next ``advance`` (docs/clock.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Ports that find the agent's instance.
-
-The documented port order (the call's ``port``, ``--port``,
-``GAME_BRIDGE_PORT``, 7777) sends an agent that launched a game and then forgot its port
-to 7777, where nothing answers. Two rules close that gap, here so the Bridge stays about
-dispatch: :func:`implied_port` (with no port given anywhere, the one instance this bridge
-launched is the port; several are an error naming them), and :func:`with_known_instances`
-(a GameOffline names the live instances the bridge knows of, so a mistyped port can be
-corrected). :func:`with_exit` says of a launched game that is gone that it exited, with
-its code and last output. :func:`declared_scan_ports` is the declaration's ``portRange``
-for ``list_instances``. Pure, apart from reading the registry directory and the launched
-game's log on an error.
-"""
+"""Ports that find the agent's instance: the one it launched when no port is given, the live
+ones named when a port is offline, a launched game's exit, and the declaration's scan range."""
 
 from __future__ import annotations
 

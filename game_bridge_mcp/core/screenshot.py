@@ -1,23 +1,5 @@
-"""``get_screenshot``: the game's screen as an image the agent can look at, and cheap to repeat.
-
-An agent hunting a visual bug needs to see the frame, not a JSON
-description of it; and it needs to know when looking again would show nothing new.
-:class:`Screenshots` is the one owner of what the bridge keeps about screenshots: the
-digest of the last image of each port (for ``changed``, forgotten when the game
-restarts), and the private directory where a copy of each is saved (``file``), pruned
-by count, total size and age.
-
-The image itself comes from :meth:`..wire.client.GameClient.screenshot`, which reads
-the game's answer whole (signature, dimensions, completeness) under the call's deadline
-and the byte cap. An image larger than asked (a game that ignored the limits) is scaled
-down here when Pillow is installed (``game-bridge-mcp[images]``), one image at a time
-(the header's pixel cap has refused anything larger), and otherwise returned as it is,
-with a note.
-
-The result is the text block's fields plus the image under :data:`IMAGE_KEY` as an
-:class:`ImagePayload`, which the MCP adapter turns into an image content block and
-``call --out`` into a file; everything else in the result is plain JSON.
-"""
+"""``get_screenshot``: the game's screen as an image the agent can look at, whether it changed
+since the last one, a saved copy, and a down-scale when a game ignored the limits."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""Conditions on the game's state, and waiting for one under one absolute deadline.
-
-One implementation serves ``wait_for``, ``call_tool``'s ``until`` and ``advance``: a
-:class:`Condition` is what to wait for (``{path, equals}``, ``{path, changes}`` or
-``{event}``); a :class:`Watch` evaluates it against states, one at a time; and
-:func:`wait_until` polls ``/state`` until a watch holds or the deadline passes. No state
-of its own: callers hand it a ``poll`` function (one ``/state`` fetch, given the time left).
-
-Evaluating a condition against one state (what ``advance`` does after each step)::
-
-    condition, _timeout = Condition.from_spec(spec, what="advance", timeout=False)
-    watch = condition.watch(baseline=state_before)   # baseline: for changes and event
-    if watch.observe(state): ...                     # True when the condition holds there
-    watch.report()                                   # {value | lastValue, pathFound?, ...}
-
-``changes`` compares with the baseline state (or, without one, the first state observed);
-``event`` counts only events the baseline did not have: by ``seq``; without ``seq``, the
-entries past the longest overlap of the previous state's list with the new one (so an
-event repeated exactly, entry for entry, cannot be told from the old one). Without a
-baseline, any recent event counts.
-"""
+"""Conditions on the game's state (``{path, equals}``, ``{path, changes}``, ``{event}``), watched
+state by state, and waiting for one under one absolute deadline: the one implementation behind
+``wait_for``, ``until`` and ``advance``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The MCP adapter: the SDK server around one Bridge (with ``stdio.py``, the only code that imports the SDK).
-
-It wraps the synchronous Bridge behind the SDK's low-level server, which gives exact
-control over schemas, results and errors on both SDK majors (1.x decorators, 2.x
-constructor handlers). Blocking work never runs on the event loop: every tool call runs
-in a worker thread, so a slow game on one port never stalls calls to another.
-
-Serving it over stdio (the streams, signals and the one shutdown path) is ``stdio.py``.
-"""
+"""The MCP adapter: the SDK's low-level server around one Bridge, on both SDK majors, every tool
+call run on a worker thread. With ``stdio.py``, the only code that imports the SDK."""
 
 from __future__ import annotations
 

@@ -1,36 +1,6 @@
-"""``tools/call`` over stdio without the SDK's request machinery: the hot path of a session.
-
-An agent's every action is a ``tools/call``, and the SDK's request machinery (parsing,
-validation, dispatch, middleware, a task per request, the result's way back to the event
-loop) costs more than the game's round trip (docs/performance.md). Here a ``tools/call``
-line goes straight from the line reader to a worker thread, which runs the same
-:meth:`BridgeServer.dispatch` and writes the answer's line itself: one thread hand-off,
-one encoding of the result.
-
-What it takes on, and what it leaves to the SDK:
-
-* Only after the session is initialized (the SDK answered ``initialize`` with a protocol
-  version this module knows, and the client sent ``notifications/initialized``), and only
-  a well-formed single ``tools/call`` request (an ``id`` that is a string or an integer,
-  ``params.name`` a string, ``params.arguments`` an object or absent). Anything else and
-  every other method go to the SDK. Beyond ``MAX_CALLS`` running at once, calls wait in
-  a queue of at most ``MAX_QUEUED`` (each started by a call that ends); while it is full,
-  :attr:`FastPath.full` holds the reader back, so a client that sends millions of
-  requests meets back-pressure on its pipe instead of filling the server's memory.
-* The answer is the SDK's, field for field (``content``, ``structuredContent``,
-  ``isError``), built by the adapter's own ``result_of`` / ``error_result`` rules; a test
-  compares the two paths' lines for every protocol version handled here.
-* ``notifications/cancelled`` for a call running here sets its
-  :class:`~game_bridge_mcp.polling.CancelToken` (its waits and requests end within about
-  100 ms), or takes a queued call out of the queue, and no answer is sent, as the protocol asks; a cancelled call holds its place
-  under ``MAX_CALLS`` until its thread has ended, so cancelled calls cannot pile up
-  threads. ``_meta.progressToken`` gets ``notifications/progress`` lines.
-* Lines are written whole under the writer's lock (see ``pipes.Writer``), so an answer
-  never interleaves with the SDK's own output.
-
-``GAME_BRIDGE_SDK_DISPATCH=1`` in the server's environment turns this off (every call
-through the SDK), for comparison and as a fallback.
-"""
+"""``tools/call`` over stdio without the SDK's request machinery: a well-formed call after
+initialization runs on a thread and writes the SDK's own answer line itself; anything else goes
+to the SDK (docs/design.md, "The stdio server"). ``GAME_BRIDGE_SDK_DISPATCH=1`` turns it off."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Serving the bridge over the MCP streamable HTTP transport (``--http [HOST:]PORT``).
-
-The address is bound before anything else (a port in use is a clear error, port 0 gets
-one from the system), then the token is settled and the URL is said on stderr. Requests
-go through the gate (``httpgate.py``: Host, Origin, token, body) to the sessions
-(``sessions.py``: one Bridge each, sharing one Launcher). uvicorn, which comes with the
-SDK, speaks HTTP; its own signal handling is switched off, so shutdown has one path, as
-over stdio: SIGINT, SIGTERM and SIGHUP stop every launched instance of every session and
-end the process with 128 + the signal number; a SIGKILL is covered by the launcher's
-watcher process.
-"""
+"""Serving the bridge over the MCP streamable HTTP transport (``--http [HOST:]PORT``), with the
+same one shutdown path as stdio (docs/http.md)."""
 
 from __future__ import annotations
 

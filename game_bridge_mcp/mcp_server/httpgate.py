@@ -1,17 +1,5 @@
-"""The door of the HTTP server: who may call, from where, and how much.
-
-Every request passes :class:`Gate` before the MCP transport sees it: its ``Host`` must
-name the address the server is bound to and an ``Origin``, when there is one, must be
-that same address (a web page that rebinds a name to this machine is refused); it must
-carry the bearer token (compared in constant time; a missing or wrong one is a bare 401);
-it must be for ``/mcp``; and a POST's body is read whole, within a size cap and a
-deadline (a slow or endless sender cannot hold a request open), before the transport
-reads it again from memory. Requests in flight are capped too: past the cap the answer
-is 503 with ``Retry-After``, never an unbounded queue.
-
-The token itself (``GAME_BRIDGE_TOKEN``, or one generated and written 0600 under
-``GAME_BRIDGE_HOME``) is :func:`server_token`'s. Plain ASGI: nothing here imports the SDK.
-"""
+"""The door of the HTTP server: Host, Origin, the bearer token, the path, a POST body's size and
+deadline, and the cap on requests in flight (docs/http.md, "Who may call"). Plain ASGI."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""The bridge's own log lines as MCP log notifications, at the level the client sets.
-
-A client that sends ``logging/setLevel`` gets every record of the ``game_bridge_mcp``
-loggers at that level or above as ``notifications/message`` (``level``, ``logger``,
-``data``: the line). Before it asks, the level is stderr's (``GAME_BRIDGE_LOG``, default
-WARNING). Stderr keeps its own level whatever the client asks: a client asking for debug
-does not make the server's stderr louder.
-
-A process serves one MCP session, so one forwarder is attached to the logger, once, and
-sends to the server that last spoke with its client. Records are queued (never blocking
-the code that logs, from any thread: a full queue drops and counts) and sent by one
-daemon thread, which hands each to the server's event loop. Standard library only; the
-SDK is the destination's business.
-"""
+"""The bridge's own log lines as MCP log notifications, at the level the client sets, queued and
+sent by one thread so logging never blocks; stderr keeps its own level."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Who launched what when several MCP sessions share one bridge process (``--http``).
-
-One :class:`SharedLauncher` owns the process's one Launcher (so ports are claimed once,
-one watcher reaps everything if the process dies, and the server's exit stops every
-instance) and the table of which session launched which port. Each session's Bridge is
-given a :class:`SessionLaunches`: the Launcher as that session sees it, its own
-instances only. Another session's instance cannot be stopped or read through it, and
-when the session ends (:meth:`SessionLaunches.shutdown`) its instances are stopped as
-``stop_instance`` would stop them.
-
-Besides the Launcher's own methods, the Bridge asks a launcher that has them three more
-questions: ``launched_elsewhere`` (refuse another session's instance), ``all_launched_ports``
-(probe and flag every session's) and ``mark_listing`` (add ``launchedByThisSession``).
-"""
+"""Who launched what when several MCP sessions share one bridge process: one
+:class:`SharedLauncher`, and each session's :class:`SessionLaunches`, which sees and stops its
+own instances only."""
 
 from __future__ import annotations
 

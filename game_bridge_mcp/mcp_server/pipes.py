@@ -1,19 +1,5 @@
-"""The MCP protocol's stdin and stdout, read and written on the event loop.
-
-The SDK's stdio transport wraps the streams with ``anyio.wrap_file``, which hands every
-line read, every write and every flush to a worker thread and back. Here the event loop waits for
-the descriptor itself (``anyio.wait_readable`` / ``wait_writable``) and reads or writes
-what is ready, so a line costs no thread at all, and a shutdown never leaves a thread
-blocked reading stdin.
-
-The streams keep the descriptors' flags as they are (no ``O_NONBLOCK``: with ``2>&1``
-the protocol's stdout shares its open file with stderr, and a non-blocking stderr
-would break logging). Reads happen only after the descriptor is readable; writes go
-out in pieces of at most ``PIPE_BUF`` bytes, each only once the descriptor is
-writable, so neither blocks the loop. Used only by the stdio server (:mod:`.stdio`)
-(anyio comes with the MCP SDK); :func:`loop_streams` returns None where it cannot
-work (an older anyio, a regular file), and the server keeps the SDK's own wrapping.
-"""
+"""The MCP protocol's stdin and stdout, read and written on the event loop as the descriptors are
+ready, with no thread per line (docs/design.md, "The stdio server")."""
 
 from __future__ import annotations
 

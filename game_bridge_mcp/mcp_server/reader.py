@@ -1,18 +1,5 @@
-"""The protocol's stdin read on threads that run the ``tools/call`` lines they read.
-
-One thread at a time reads stdin (it holds the reading turn). When its line is a call the
-fast path takes, it passes the turn to a waiting thread and runs the call itself, on the
-thread that read it: no hand-off between reading a call and running it, and the next
-line (a cancellation, another call) is read meanwhile. Every line the fast path does not
-take goes on, in order, through a pipe that the SDK's event loop reads as its stdin
-(:class:`~.pipes.LineReader` on the pipe's other end); stdin's end closes that pipe, so
-the SDK sees the end of input as before.
-
-At most ``max_calls`` calls run on reader threads; a call read while all of them are
-busy waits in the fast path's bounded queue. ``hold``, asked before each line is read,
-keeps the reader waiting while it says so (that queue full, or the client not reading
-its answers): the client then meets back-pressure on its own pipe.
-"""
+"""The protocol's stdin read on threads that run the ``tools/call`` lines they read, passing every
+other line on to the SDK in order (docs/design.md, "The stdio server")."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""MCP sessions over streamable HTTP, each with a Bridge of its own.
-
-A POST without ``Mcp-Session-Id`` opens a session (when fewer than the cap are open;
-otherwise 503 with ``Retry-After``): a fresh :class:`~.adapter.BridgeServer` around a
-Bridge whose launcher is the session's view of the process's shared one
-(:mod:`~game_bridge_mcp.core.owners`), served over the SDK's
-``StreamableHTTPServerTransport``. So each session has its own launched instances, event
-cursors and port defaults, and every stdio guarantee (confirmation, cancellation,
-progress, the per-session call cap, clean text) holds as it does over stdio.
-
-A session ends on the client's DELETE, or when no request of it has been in flight for
-the idle time (an open notification stream does not count); then its id answers 404, its
-calls are cancelled and its instances stopped. A client that disconnects before a
-call's answer has its call cancelled, as a ``notifications/cancelled`` would.
-"""
+"""MCP sessions over streamable HTTP, each a Bridge of its own sharing the process's launcher,
+ended by DELETE, idleness, or a client that disconnects (docs/http.md)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Serving the bridge over stdio: private protocol streams, signals, one shutdown path.
-
-Stdio discipline: before serving, the protocol's stdin/stdout are duplicated to private
-descriptors, fd 1 is pointed at stderr and fd 0 at /dev/null, so nothing else (a stray
-print, a launched game) can ever reach the protocol stream. The protocol's lines are written
-on the event loop (``pipes.py``) or by the thread that ran the call; stdin is read by
-threads that run the ``tools/call`` lines they read themselves (``reader.py``) and pass
-the rest to the SDK's event loop. Shutdown has one path: stdin EOF, SIGINT, SIGTERM and SIGHUP all end in ``Bridge.shutdown()``
-(which reaps launched instances) and then the process exits.
-"""
+"""Serving the bridge over stdio: private protocol streams (nothing else can reach stdout),
+signals, and one shutdown path that reaps launched instances."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Record and replay: an agent's session as a trace file, replayed as a regression test.
-
-``format`` says what a trace line holds; ``writer``/``reader`` append and read them;
-``recorder`` wraps the one place every tool call passes through; ``compare`` and ``replay``
-re-issue the calls and compare answers under ignore rules; ``diff`` and ``report`` show the
-verdict as text and as a self-contained HTML page. Nothing here imports the MCP SDK.
-"""
+"""Record and replay: an agent's session as a trace file, replayed as a regression test. Nothing
+here imports the MCP SDK."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Comparing a recorded answer with a replayed one: any JSON, minus what differs run to run.
-
-The answers grow (``results``, ``events``, ``advance``, screenshots ...), so nothing here
-knows their shape: two JSON values are walked together and the first paths where they
-differ are reported, except paths an ignore rule matches.
-
-An ignore rule is a dotted path whose segments are keys or list indexes; ``*`` matches any
-one segment and ``**`` any number of them (none included). ``game.score`` is that field
-only; ``**.frame`` is every ``frame`` at any depth; ``events.*.seq`` is the ``seq`` of
-every event.
-"""
+"""Comparing a recorded answer with a replayed one: any JSON, walked together, minus the paths an
+ignore rule matches (``*`` one segment, ``**`` any number: ``**.frame``, ``events.*.seq``)."""
 
 from __future__ import annotations
 

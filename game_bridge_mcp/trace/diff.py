@@ -1,13 +1,5 @@
-"""The replay's verdict as text: what a person reads in a terminal or a CI log.
-
-A divergence is shown as the step, the call, and for each differing path the recorded
-and the replayed value, one under the other so long values stay readable::
-
-    DIVERGED at step 5 of 9: drop {"x": 1} (port 7820 in the recording, 40123 now)
-      game.score
-        recorded: 12
-        replayed: 9
-"""
+"""The replay's verdict as text, for a terminal or a CI log: the step, the call, and each
+differing path's recorded and replayed values one under the other."""
 
 from __future__ import annotations
 

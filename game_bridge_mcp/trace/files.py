@@ -1,15 +1,5 @@
-"""Files beside a trace: the private ``FILE.files/`` folder its screenshot copies go in, and
-the only files a report or an update reads back for a trace.
-
-A trace often lives in a shared folder (a CI workspace, ``/tmp``) where another user can
-make ``FILE.files/`` first and plant links in it. So the folder is made 0700 here, or
-reused only when it is a real directory of this user's that nobody else can write to;
-anything else gets a fresh folder (``FILE.files-XXXXXXXX``, made by ``mkdtemp``). Copies are
-created new relative to the opened folder (``O_EXCL | O_NOFOLLOW``, mode 0600) from a
-source opened without following a link. A file a trace names is read only from inside the
-trace's own folder (a relative path, no ``..``, no link anywhere on the way), and a
-replayed screenshot only from the bridge's own screenshot folder.
-"""
+"""Files beside a trace: its private ``FILE.files/`` folder for screenshot copies, and the only
+files a report or an update reads back (docs/reliability.md, "Files beside a trace")."""
 
 from __future__ import annotations
 

@@ -1,42 +1,5 @@
-"""The trace format: JSON Lines, one header line, then one line per tool call.
-
-A format of its own, because a recording outlives the session, the bridge version and the
-machine that made it, so what a line means must be written down once, here, and read
-the same way by the recorder, ``replay``, the HTML report and the pytest plugin.
-
-Line 1 (the header)::
-
-    {"format": "game-bridge-trace", "version": 2, "created": "2026-...Z",
-     "bridge": "0.1.0", "recorder": "serve"}
-
-Every other line is an object with a ``type``; ``"call"`` lines are the calls::
-
-    {"type": "call", "time": "2026-...Z", "session": "3f9a0c1d2e4b", "tool": "call_tool", "name": "drop",
-     "port": 7820, "arguments": {"x": 1}, "options": {"until": {"path": "game.moving", "equals": 0}},
-     "durationMs": 11.9,
-     "answer": {...}                                  # or "error": {...}
-     "game": {"name": ..., "version": ..., "cwd": ..., "paused": ..., "declaration": {...}},
-     "screenshot": {"file": "/abs/saved.png", "copy": "rec.trace.files/3.png"}}
-
-- ``tool`` is one of the seven MCP tools; for ``call_tool`` (and for the flat tools of
-  ``--eager``, which are recorded as the ``call_tool`` they stand for) ``name`` is the
-  tool it ran and ``arguments`` that tool's arguments, without ``port``; ``options`` is
-  everything else the ``call_tool`` call carried (``until``, and any argument a later
-  version adds), left out when there is none. Replay sends it all.
-- ``answer`` is the answer when its JSON is at most ``ANSWER_CAP`` bytes; a bigger one is
-  kept as ``answerSummary`` (the state digest), ``answerBytes`` and ``answerSha256``.
-- ``error`` is ``{"error": name, "message": text, "exitCode": n}``.
-- ``session`` names the bridge that made the call: one for a whole ``serve`` session, a new
-  one for each ``call`` process appending to a shared trace (``GAME_BRIDGE_RECORD``).
-  An answer's events depend on what the same bridge answered before (each event is shown
-  once), so a replay meets each new session as a fresh bridge would. Traces without it
-  are one session.
-- Readers ignore line types and fields they do not know; a new ``version`` is for a
-  change an old reader would misread. Version 2 added ``options`` (a version-1 reader
-  would replay a call without its ``until``); version-1 files, which have none, are read
-  as they always were. An option this bridge's ``call_tool`` does not take is refused
-  when the trace is read, with its name.
-"""
+"""The trace format, written down once for the recorder, ``replay``, the report and the pytest
+plugin (docs/record-replay.md, "The trace format")."""
 
 from __future__ import annotations
 

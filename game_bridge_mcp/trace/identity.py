@@ -1,12 +1,5 @@
-"""A game's identity in a trace: which game, which build, where it ran, how it was declared.
-
-Recorded with every call (so a trace says what it was made against) and checked before a
-replay (so a recording of one game is not silently replayed against another). Name and
-version must match, or ``--force`` is needed; the working directory and the declaration
-differ between checkouts and machines as a matter of course, so they are reported, not
-enforced. The recorded declaration is information only: a replay never runs a command
-it read from a trace, it launches from the project's own ``gamebridge.json``.
-"""
+"""A game's identity in a trace (name, version, working directory, declaration): recorded with
+every call and checked before a replay; only name and version are enforced."""
 
 from __future__ import annotations
 

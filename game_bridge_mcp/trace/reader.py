@@ -1,17 +1,6 @@
-"""Reading a trace file: strict about what it cannot trust, clear about what is wrong.
-
-A trace comes from outside (a colleague's recording, a CI artefact, a file cut short by a
-crash), so every way it can be broken is a :class:`BridgeUsageError` that names the file,
-the line and the next thing to do: a missing header, a newer format version, a line that
-is not JSON, a last line cut off mid-write, a call line without the fields a replay needs.
-
-A trace is read as a stream: every line is checked once, as it is read, and let go; a
-:class:`Call` keeps where its line is and the few fields that place it (tool, port,
-name, session), and reads the line again from the open file when its answer is wanted,
-one line at a time. So a trace costs about its calls' count in memory, not its decoded
-lines (66 MB of trace had taken 1.8 GB held whole), within :data:`MAX_TRACE_BYTES`,
-:data:`MAX_LINE_BYTES` a line and :data:`MAX_CALLS` calls.
-"""
+"""Reading a trace file as a stream, within its caps: every way it can be broken is a
+:class:`BridgeUsageError` naming the file and line; a :class:`Call` re-reads its line when its
+answer is wanted."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Recording tool calls: wrap the one place every call passes through, write one line each.
-
-The MCP adapter and ``call`` hand every call to :meth:`Recorder.call` with a function that
-runs it; the recorder times it, writes the trace line (the answer or the error, the game's
-identity, a saved screenshot) and returns or re-raises exactly what the call did. Nothing
-it does can change a call's outcome: building or writing the line is guarded, and the
-writer reports its first failure once and then stays quiet.
-"""
+"""Recording tool calls: every call handed to :meth:`Recorder.call` is run, timed and written as
+one trace line, and nothing the recorder does can change the call's outcome."""
 
 from __future__ import annotations
 

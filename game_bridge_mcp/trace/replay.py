@@ -1,13 +1,5 @@
-"""Re-issuing a recording's calls and comparing each answer with the recorded one.
-
-The engine knows nothing of processes or MCP: it is handed the trace, a function that
-runs one ``call_tool`` on a port, and the mapping from recorded ports to the ports of the
-instances it replays against. It runs the calls that act on the game, in order, compares
-each answer with the recorded one under the ignore rules, and stops at the first
-divergence (or, for ``--update``, runs on to the end). A game that stops answering
-(``GameOffline``, ``NotAGameSurface``) where the recording had an answer ends the replay
-as an error, not a divergence: the replay could not be carried out.
-"""
+"""Re-issuing a recording's calls and comparing each answer with the recorded one, stopping at
+the first divergence; knows nothing of processes or MCP."""
 
 from __future__ import annotations
 

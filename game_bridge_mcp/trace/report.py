@@ -1,18 +1,5 @@
-"""The replay as one self-contained HTML page, for a person to look at.
-
-No network and no external assets: styles are inline, screenshots are ``data:`` URIs, there
-is no script, and a Content-Security-Policy says so to the browser (``default-src 'none'``),
-so the page renders the same from a CI artefact, an e-mail attachment or a laptop offline.
-
-The page: a verdict banner; the recording's and the replay instance's identity; a strip of
-one square per step (a link to it, coloured by outcome); then the timeline, each step
-with its time, call and arguments, the recorded and the replayed answer side by side, the
-differing paths marked in both and listed in a table, the game's text picture of its
-screen (``ui.text``) drawn as the monospace picture it is, and the screenshots the recording
-and the replay saved: only the recording's own copies, read from inside the trace's
-folder, and the replaying bridge's own files (:mod:`.files`), never a path a trace or a
-game names elsewhere.
-"""
+"""The replay as one self-contained HTML page (no network, no script, inline styles, screenshots
+as ``data:`` URIs), showing only the recording's own copies and the replaying bridge's files."""
 
 from __future__ import annotations
 

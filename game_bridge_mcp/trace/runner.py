@@ -1,11 +1,6 @@
-"""One replay, start to finish: the instances, the identity check, the engine, the cleanup.
-
-Shared by ``game-bridge-mcp replay`` and the pytest plugin, so a recording replays the
-same way from a shell, from CI and from a test. It launches from the project's own
-declaration (never from a command read out of a trace), paused when the recording's game
-was, one instance per recorded port; or it uses running instances given by port. The
-Bridge it makes is shut down before it returns, which stops whatever it launched.
-"""
+"""One replay, start to finish, for ``replay`` and the pytest plugin alike: the instances
+(launched from the project's own declaration, never from the trace), the identity check, the
+engine, the cleanup."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``replay --update``: a new recording from a replay, for when the change is the intended one.
-
-The calls and their arguments are the recording's, in its order; each replayed call gets
-the answer (or error), duration and game identity of the replay, and its screenshot is
-copied into the new trace's private folder (:mod:`.files`). Session calls (launch, list,
-describe, stop) are kept as recorded. The file (mode 0600, like every trace) is replaced in
-one rename, so a failed update leaves the old one whole.
-"""
+"""``replay --update``: a new recording from a replay (the recording's calls, the replay's
+answers), replacing the old file in one rename."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Appending to a trace: one ``write`` per line, flushed, and never a reason for a call to fail.
-
-Recording is a side channel: a full disk, a read-only directory or a file that turns out
-to be something else must not change what the agent gets. So the writer reports its first
-failure once (on stderr, through ``warn``), stops writing, and every later ``write`` is a
-no-op. Several processes may append to one file (``GAME_BRIDGE_RECORD`` set for a run of
-``call`` commands): the file is opened with ``O_APPEND`` and each line goes out in one
-``os.write``, so lines from different writers do not interleave; the header is written
-only by the writer that finds the file empty. A new trace is created 0600 (it holds
-the game's answers); a link under the name, or a file of another user's, is refused.
-"""
+"""Appending to a trace: one ``os.write`` per line under ``O_APPEND``, and never a reason for a
+call to fail (the first failure is reported once, then writing stops)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""Each event once: the bridge's events cursor for one port, and ``/events`` pages.
-
-An agent should see every event the game reports once, not the
-same ten after every call (docs/contract.md, ``events``). Games that number their events
-(``seq``, growing by one over the life of the process) let the bridge keep a cursor per
-port: the ``seq`` of the newest event it has reported. The GameClient owns one
-:class:`EventsCursor` per generation (a restart it notices starts a new one); the cursor
-picks the new events out of a ``/state`` snapshot, and notices a ``seq`` that goes
-backwards (a restart, or a game that reset its events) by itself. :func:`read_page` is the
-one reader of a ``GET /events`` answer. Pure apart from the cursor's lock; never raises on
-what a game sends (a page that breaks the format raises ValueError, for the client).
-"""
+"""Each event once: the bridge's events cursor for one port (:class:`EventsCursor`, by ``seq``,
+noticing one that goes backwards), and :func:`read_page`, the one reader of ``/events``."""
 
 from __future__ import annotations
 

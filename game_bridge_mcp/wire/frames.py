@@ -1,30 +1,6 @@
-"""FrameClock: when will a game's next frame start? Learned from the frames it reports.
-
-A game applies a queued command when its loop next runs, so a confirmation can only
-appear at a frame boundary. Polling at fixed short intervals until then wastes requests
-(each one costs the game, the bridge and, on a small machine, the CPU that the game
-needs) and still lands up to an interval late. Knowing the frame period and the time
-one frame started, the client sleeps until just before the next frame and polls then.
-
-How it learns, from every answer that carries ``frame`` (``/command``, ``/health``,
-``/state``) and the times the request was sent and its answer received:
-
-* **A transition**: two answers in a row that report frames ``f`` and ``f + 1`` bracket
-  the start of ``f + 1`` between them. A narrow bracket (polls close together) becomes
-  the *anchor*: a frame number and when it started.
-* **The period**: the line through recent anchors (least squares; the brackets' widths
-  spread over the frames between them, so a long run gives a precise period). An anchor
-  off the line (the loop slipped or changed rate) starts a new line. A coarse estimate
-  from two answers a quarter of a second apart bootstraps it.
-* **Checks**: every answer is a hard fact (the frame it reports had started before the
-  answer arrived, and the next one had not started when the request was sent). A
-  prediction that contradicts one is not used again until a new anchor is on the line,
-  so a game that stalls, changes rate or restarts costs a few plain polls, never a
-  wrong sleep for long. A frame number that goes backwards, in an answer asked for
-  after a newer frame was seen (a new process), forgets everything.
-
-Pure and thread-safe: no sockets, no sleeping; times come from the caller's clock.
-"""
+""":class:`FrameClock`: when a game's next frame starts, learned from the frames its answers
+report, so a confirmation is asked for just after it (docs/design.md, "Learning a game's
+frames"). Pure and thread-safe."""
 
 from __future__ import annotations
 

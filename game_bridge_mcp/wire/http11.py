@@ -1,13 +1,6 @@
-"""HTTP/1.1 on one connected socket: send one GET and read its answer within a deadline.
-
-:class:`Exchange` writes the request and reads the answer itself (status line, headers,
-a Content-Length, chunked or read-to-close body, with ``http.client``'s limits of 64 KiB
-a line and 100 headers), every read given only the time left until one absolute
-deadline, so a peer that trickles bytes cannot keep a request alive past it; it reads at
-most ``max_bytes`` of body and says whether the connection may carry another request.
-Every failure is a :class:`TransportError` of one ``kind``. Connections, their reuse and
-cancellation are :mod:`.transport`'s.
-"""
+"""HTTP/1.1 on one connected socket: :class:`Exchange` sends one GET and reads its answer, every
+read given only the time left until one absolute deadline; every failure a
+:class:`TransportError` of one ``kind``."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""What a game's screenshot really is: format, size, and whether it is whole.
-
-A ``/screenshot`` answer is a body from outside, and an image
-that is not what it says is worse than none (a client that renders it may fail, or show
-a broken picture the agent then reasons about). Before the bridge hands an image on, or
-``check`` calls it good, this reads it: the signature (PNG or JPEG) against the
-``Content-Type``, the dimensions from PNG's ``IHDR`` or JPEG's ``SOFn`` segment, that the
-file is complete (PNG chunks whole with good CRCs up to ``IEND``; JPEG ending in
-``EOI``), and for PNG that the compressed pixel data holds exactly the rows ``IHDR``
-claims (decompressed in pieces and counted, never held). The size the header claims is
-checked against :data:`MAX_SIDE` and :data:`MAX_PIXELS` as soon as it is read, before
-any pixel is inflated or decoded. Standard library only.
-
-:class:`Screenshot` is what :meth:`..wire.client.GameClient.screenshot` returns: the
-image read this way, with the game's ``X-Game-Frame`` and ``X-Game-Window``.
-"""
+"""What a game's screenshot really is: signature against ``Content-Type``, dimensions (checked
+against the caps before any pixel is inflated) and completeness, and :class:`Screenshot`.
+Standard library only."""
 
 from __future__ import annotations
 
