@@ -211,7 +211,7 @@ def bench_bridge(quick: bool) -> dict[str, Any]:
                                        environ={"GAME_BRIDGE_SCREENSHOTS": shots}))
                 game.get("/screenshot")  # warm up (imports, first encode)
                 for limit in LIMITS:
-                    arguments = {"name": "get_screenshot", "arguments": {"maxWidth": limit, "maxHeight": limit}}
+                    arguments = {"name": "get_screenshot", "arguments": {"maxWidth": limit, "maxHeight": limit, "always": True}}
                     through, direct = [], []
                     result: dict[str, Any] = {}
                     for _ in range(reps):
