@@ -105,6 +105,22 @@ def test_what_fails_before_serving_says_so_in_one_line(tmp_path: Path, guard: Pr
     assert wait_until(lambda: not browser_processes(guard), 10)
 
 
+def test_a_page_that_never_loads_is_said_within_its_timeout(guard: ProcessGuard) -> None:
+    import socket
+
+    require_browser()
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        done = run_wrapper(guard, "--load-timeout", "4", f"http://127.0.0.1:{port}/")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert "has not finished loading in 3 s" in lines[0] and "--load-timeout 4 s" in lines[0]  # what readiness waits on
+    assert "did not load" in lines[-1] and "Timeout 4000ms exceeded" in lines[-1], lines
+    assert wait_until(lambda: not browser_processes(guard), 10)
+
+
 class socket_closed:
     """A loopback port nothing listens on (bound, then closed)."""
 
@@ -172,6 +188,20 @@ def test_a_killed_wrapper_takes_its_browser_with_it(tmp_path: Path, launchers: L
     result = launcher.launch()
     assert browser_processes(guard)
     os.kill(result["pid"], signal.SIGKILL)  # the wrapper alone: its library's driver and browser are left
+    assert wait_until(lambda: not browser_processes(guard), 15), browser_processes(guard)
+
+
+def test_a_browser_killed_under_the_page_ends_the_wrapper_with_an_error(guard: ProcessGuard) -> None:
+    from web_helpers import wrapped
+
+    with wrapped(guard, "--size", "320x240", str(PAGES), paused=False) as game:
+        assert game.proc is not None
+        browser = next(p for p in psutil.Process(game.proc.pid).children() if "chrom" in p.name()
+                       and "python" not in Path((p.cmdline() or [""])[0]).name)
+        browser.kill()  # the browser this test's wrapper started, from outside (an OOM killer would)
+        assert game.proc.wait(30) == 1
+        assert game.proc.stderr is not None
+        assert "the browser exited" in game.proc.stderr.read()
     assert wait_until(lambda: not browser_processes(guard), 15), browser_processes(guard)
 
 

@@ -45,10 +45,11 @@ def test_an_agent_plays_2048_over_mcp_and_leaves_no_browser(tmp_path: Path, guar
     async def call(client: Any, port: int, name: str, arguments: dict[str, Any] | None = None) -> Any:
         return data(await client.call_tool("call_tool", {"port": port, "name": name, "arguments": arguments or {}}))
 
-    async def look(client: Any, port: int) -> tuple[dict[str, Any], bytes]:
+    async def look(client: Any, port: int) -> tuple[dict[str, Any], bytes | None]:
         result = await client.call_tool("call_tool", {"port": port, "name": "get_screenshot", "arguments": {}})
         assert not is_error(result), text(result)
-        return json.loads(text(result)), base64.b64decode(result.content[1].data)
+        image = result.content[1].data if len(result.content) > 1 else None  # (none when unchanged)
+        return json.loads(text(result)), base64.b64decode(image) if image is not None else None
 
     async def main() -> None:
         async with connect(BridgeServer(bridge)) as client:
@@ -56,13 +57,13 @@ def test_an_agent_plays_2048_over_mcp_and_leaves_no_browser(tmp_path: Path, guar
             port = launched["port"]
             assert launched["paused"] is True
             shot, png = await look(client, port)
-            assert png[:8] == b"\x89PNG\r\n\x1a\n" and shot["window"] == {"width": 600, "height": 800}
+            assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n" and shot["window"] == {"width": 600, "height": 800}
             assert (shot["width"], shot["height"]) == (576, 768)  # scaled to the default 768 x 768
             state = await call(client, port, "get_state")
             assert state["paused"] is True and "Join the numbers" in state["ui"]["text"]
             # it stands still: a second look is the same picture
-            again, _ = await look(client, port)
-            assert again["changed"] is False
+            again, picture = await look(client, port)
+            assert again["changed"] is False and picture is None  # nothing new to look at
             # keys: moves until the score moves (tiles merge), each delivered on a stepped frame
             score = lambda s: int(s["ui"]["text"].split("\n")[1].split()[0])  # noqa: E731 - "2048\n<score> <best>"
             for key in ["left", "right", "up", "down"] * 8:

@@ -26,6 +26,8 @@ MAX_CHUNK = 600
 IDLE_LOOK_S = 0.2
 #: Longest text of one event's message.
 MAX_EVENT_TEXT = 500
+#: CSS animations followed at once, at most (the oldest is let go beyond).
+MAX_ANIMATIONS = 500
 
 
 class PageGone(Exception):
@@ -34,16 +36,18 @@ class PageGone(Exception):
 
 class CssTime:
     """CSS animations and transitions, held to the page's time with the DevTools
-    ``Animation`` domain (best effort: a browser without it leaves them on wall time)."""
+    ``Animation`` domain (best effort: a browser without it leaves them on wall time).
+    Each known animation is kept with the page time it ends at, and released once it has
+    (the domain keeps every animation it reported until released)."""
 
     def __init__(self, cdp: Any) -> None:
         self.cdp = cdp
-        self.ids: set[str] = set()
+        self.ends: dict[str, float | None] = {}  # id -> its end in its own time (None: never)
         self.rate: float | None = None
         self.available = True
         try:
             cdp.on("Animation.animationStarted", self._started)
-            cdp.on("Animation.animationCanceled", lambda params: self.ids.discard(str(params.get("id"))))
+            cdp.on("Animation.animationCanceled", lambda params: self.ends.pop(str(params.get("id")), None))
             cdp.send("Animation.enable")
         except Exception as exc:  # noqa: BLE001 - the domain is missing: animations stay on wall time
             log.info("game-bridge browser: no DevTools Animation domain (%s); CSS animations run in real time", exc)
@@ -51,10 +55,18 @@ class CssTime:
 
     def _started(self, params: dict[str, Any]) -> None:
         animation = params.get("animation") or {}
-        if animation.get("id") is not None:
-            self.ids.add(str(animation["id"]))
-        if self.rate == 0:
-            self.set_rate(0, force=True)  # a new animation starts at the global rate already, but be sure
+        if animation.get("id") is None:
+            return
+        source = animation.get("source") or {}
+        try:
+            iterations = float(source.get("iterations", 1))
+            end: float | None = (float(source.get("delay", 0)) + float(source.get("duration", 0)) * iterations
+                                 if iterations != float("inf") else None)
+        except (TypeError, ValueError):
+            end = None
+        self.ends[str(animation["id"])] = end
+        if len(self.ends) > MAX_ANIMATIONS:  # a page that starts animations and never ends them
+            self._release([next(iter(self.ends))])
 
     def set_rate(self, rate: float, *, force: bool = False) -> None:
         if not self.available or (self.rate == rate and not force):
@@ -66,15 +78,30 @@ class CssTime:
             log.debug("game-bridge browser: setPlaybackRate failed: %s", exc)
 
     def advance(self, ms: float) -> None:
-        """Move every known animation ``ms`` of page time on (the page is paused)."""
-        if not self.available or not self.ids:
+        """Move every known animation ``ms`` of page time on (the page is paused); release
+        the ones that have ended."""
+        if not self.available or not self.ends:
             return
-        for ident in list(self.ids):
+        done: list[str] = []
+        for ident, end in list(self.ends.items()):
             try:
                 now = float(self.cdp.send("Animation.getCurrentTime", {"id": ident}).get("currentTime", 0.0))
                 self.cdp.send("Animation.seekAnimations", {"animations": [ident], "currentTime": now + ms})
-            except Exception:  # noqa: BLE001 - finished and released: forget it
-                self.ids.discard(ident)
+            except Exception:  # noqa: BLE001 - gone from the page: forget it
+                self.ends.pop(ident, None)
+                continue
+            if end is not None and now + ms >= end:
+                done.append(ident)
+        if done:
+            self._release(done)
+
+    def _release(self, idents: list[str]) -> None:
+        for ident in idents:
+            self.ends.pop(ident, None)
+        try:
+            self.cdp.send("Animation.releaseAnimations", {"animations": idents})
+        except Exception as exc:  # noqa: BLE001
+            log.debug("game-bridge browser: releaseAnimations failed: %s", exc)
 
 
 class Page:
@@ -118,7 +145,7 @@ class Page:
         page.on("dialog", self._dialog)
         page.on("framenavigated", self._navigated)
         page.on("crash", lambda _page: self._end("the page crashed"))
-        page.on("close", lambda _page: self._end("the page closed"))
+        page.on("close", lambda _page: self._end("the page closed itself"))
         page.context.on("page", on_popup)
 
     def _event(self, message: str, counter: str, **fields: Any) -> None:
@@ -151,8 +178,16 @@ class Page:
     def _end(self, why: str) -> None:
         if self.gone is None:
             self.gone = why
-            self.bridge.event("closed" if "closed" in why else "crashed", text=why)
+            self.bridge.event("crashed" if "crash" in why else "closed", text=why)
             self.bridge.request_stop()
+
+    def close(self) -> None:
+        """``close``: the page closes, and the wrapper with it."""
+        self._end("closed by the agent")
+        try:
+            self.page.close(run_before_unload=False)
+        except Exception as exc:  # noqa: BLE001 - gone already
+            log.debug("game-bridge browser: the page was gone before close: %s", exc)
 
     # ------------------------------------------------------------------ the clock
     def _sync(self) -> None:
@@ -162,8 +197,12 @@ class Page:
         self._resync = False
 
     def _run(self, frames: int, look: bool) -> None:
-        if self._resync:
-            self._sync()
+        try:
+            if self._resync:
+                self._sync()
+        except Exception as exc:
+            self._failed(exc)
+            return
         target = _scripts.frame_ms(self.k + frames)
         ms = target - self.ticks
         try:
@@ -188,11 +227,20 @@ class Page:
 
     def _failed(self, exc: Exception) -> None:
         text = str(exc)
-        if self.gone is not None or "closed" in text.lower() and "Target" in text:
-            raise PageGone(self.gone or text.splitlines()[0]) from None
+        if self.gone is not None or "closed" in text.lower() and "Target" in text or not self._alive():
+            self.gone = self.gone or f"the page went away: {text.splitlines()[0][:200]}"
+            raise PageGone(self.gone) from None
         # A navigation in the middle of the run destroys the context: read the new clock next time.
         self._resync = True
         log.debug("game-bridge browser: a frame did not complete: %s", text.splitlines()[0] if text else exc)
+
+    def _alive(self) -> bool:
+        """Whether the page and its browser are still there (after a failed call)."""
+        try:
+            browser = self.page.context.browser
+            return not self.page.is_closed() and (browser is None or browser.is_connected())
+        except Exception:  # noqa: BLE001 - the library's own state is gone
+            return False
 
     def frames(self, count: int, *, look: bool = True) -> None:
         """Run ``count`` frames of the page, then count them for the kit (completing what

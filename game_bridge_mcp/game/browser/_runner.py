@@ -103,7 +103,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     holder: dict[str, Page] = {}
     bridge = GameBridge(
         target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}",
-        state=lambda: holder["page"].state(), on_close=lambda: page.close(run_before_unload=False),
+        state=lambda: holder["page"].state(), on_close=lambda: holder["page"].close(),
         clock=True, environ=environ,
         description=(f"{target.name}: an unmodified web page, run by game-bridge-mcp's browser wrapper in "
                      "headless Chromium, which knows nothing of its rules. Look at it with screenshots and "
@@ -149,21 +149,21 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
         return 1
     paused = " (paused: send resume or step)" if bridge.paused else ""
     say(f"{target.name} ({bridge.name}) serving on http://127.0.0.1:{port}{paused}")
-    code = 0
     try:
         loop(driver, bridge)
-    except PageGone as exc:
-        code = 0 if "closed" in str(exc) else 1
+    except PageGone:
+        pass  # driver.gone says why
     finally:
         bridge.stop()
-        if driver.gone and "crash" in driver.gone:
-            code = 1
+        if not grouped.running and grouped.pid is not None and driver.gone != "closed by the agent":
+            driver.gone = f"the browser exited (code {grouped.exit_code}) under the page"
         try:
             browser.close()
         except PlaywrightError:
             pass
-    say(f"{target.name} ended ({driver.gone or 'closed'}) after {driver.frames_run} frames")
-    return code
+    why = driver.gone or "stopped"
+    say(f"{target.name} ended ({why}) after {driver.frames_run} frames")
+    return 0 if why in ("closed by the agent", "the page closed itself", "stopped") else 1
 
 
 def loop(driver: Any, bridge: Any) -> None:
