@@ -1,20 +1,10 @@
-"""The HTTP transport to a game: one GET on loopback under one deadline, and a pool of
-kept-alive connections.
-
-Why not ``urllib.request.urlopen``: its timeout applies to each socket operation, so a
-peer that trickles a byte every half second keeps a request alive for ever; it follows
-redirects and honours ``http_proxy`` by default. Here the whole request (connect,
-headers, body) ends by one absolute deadline; redirects are never followed, proxy
-settings never consulted, and at most ``max_bytes`` of body is read. The request and its
-answer on a connected socket are :mod:`.http11`'s; this module connects, reuses
-connections and ends a request whose call was cancelled.
+"""The HTTP transport to a game: one GET on loopback under one absolute deadline, no redirects,
+no proxies, a capped body (docs/reliability.md, "The HTTP client"); connecting, the
+kept-alive pool and cancellation, with the exchange itself in :mod:`.http11`.
 
 The opener is a plain callable, injectable everywhere (``GameClient(opener=...)``,
-``Bridge(opener=...)``), so tests and users can drive the bridge without a socket.
-
-:func:`loopback_opener` opens a connection per request. :class:`KeepAliveSession` is an
-opener for a burst of requests (a command and the polls that confirm it) that reuses
-one connection when the game allows it, with the same deadline, cap and errors.
+``Bridge(opener=...)``): :func:`loopback_opener` opens a connection per request, and
+:class:`KeepAliveSession` reuses one for a burst of requests when the game allows it.
 """
 
 from __future__ import annotations
