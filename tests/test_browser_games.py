@@ -4,6 +4,7 @@
 its intro music, Enter reloading the page). The packages are fetched from the npm
 registry by the test set-up itself (``npm pack``, into a cache directory) and unpacked
 as published: without npm or the registry these tests fail, saying so, rather than skip.
+The cache is ``~/.cache/game-bridge-tests/npm`` (or ``$GAME_BRIDGE_TEST_CACHE/npm``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,13 @@ def published(name: str) -> Path:
     tarball = next(scratch.glob("*.tgz"))
     with tarfile.open(tarball) as archive:
         archive.extractall(scratch / "unpacked", filter="data")
-    shutil.rmtree(root, ignore_errors=True)
-    os.replace(scratch / "unpacked", root)
+    if root.exists() and not (root / "package" / "package.json").is_file():
+        shutil.rmtree(root, ignore_errors=True)  # a run that stopped half-way
+    try:
+        os.replace(scratch / "unpacked", root)
+    except OSError:  # another run unpacked it meanwhile
+        if not (root / "package" / "package.json").is_file():
+            raise
     shutil.rmtree(scratch, ignore_errors=True)
     return root / "package"
 
