@@ -162,7 +162,7 @@ def test_a_game_whose_after_answers_at_once_is_confirmed_then_polled() -> None:
         assert [r["game"]["x"] for r in results] == [1, 2, 3]  # each confirmed after it was applied
         assert all(r["confirmation"] == "completedCommandId" for r in results)
         client = bridge.client(game.port)
-        assert "after" in client.broken_features and not client.uses("after")
+        assert "after" in client.known.broken_features and not client.uses("after")
         mark = len(game.requests)
         call(bridge, "move", dx=1)
         assert "after" not in parameters(paths_since(game, mark))  # polled now
@@ -179,7 +179,7 @@ def test_a_game_whose_after_holds_for_all_of_wait_ms_is_confirmed_within_the_dea
         assert result["confirmation"] == "completedCommandId" and result["game"]["x"] == 2
         assert elapsed < 1.2 + 0.5  # the held answer came back inside the call's deadline
         client = bridge.client(game.port)
-        assert "after" in client.broken_features
+        assert "after" in client.known.broken_features
         started = time.monotonic()
         assert call(bridge, "move", dx=-1)["game"]["x"] == 1
         assert time.monotonic() - started < BOUND_S  # polled now: no second long hold
@@ -191,7 +191,7 @@ def test_a_digest_without_completed_command_id_is_not_trusted() -> None:
         results = [call(bridge, "move", dx=1) for _ in range(3)]
         assert all(r["confirmation"] == "completedCommandId" for r in results)
         assert results[-1]["game"]["x"] == 3  # from the whole state, not the lying digest
-        assert "view" in bridge.client(game.port).broken_features
+        assert "view" in bridge.client(game.port).known.broken_features
 
 
 def test_a_restart_forgets_the_features_and_what_was_caught() -> None:
@@ -199,11 +199,11 @@ def test_a_restart_forgets_the_features_and_what_was_caught() -> None:
         client = GameClient(game.port)
         client.command_and_sync("noop")
         assert client.features is not None and "after" in client.features
-        assert "after" in client.broken_features
+        assert "after" in client.known.broken_features
         with game.lock:
             game.frame = 0  # a new process, as the bridge sees it
         client.state()
-        assert client.features is None and client.broken_features == set()
+        assert client.features is None and client.known.broken_features == set()
 
 
 def test_the_deadline_holds_when_the_command_never_completes() -> None:

@@ -20,7 +20,7 @@ from peers.fakegame import FakeGame, wait_until  # noqa: E402
 from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
 
 from game_bridge_mcp.wire import client as client_module  # noqa: E402
-from game_bridge_mcp.wire import confirm as confirm_module  # noqa: E402
+from game_bridge_mcp.wire import polls as polls_module  # noqa: E402
 from game_bridge_mcp.wire.client import GameClient  # noqa: E402
 from game_bridge_mcp.errors import (  # noqa: E402
     BridgeError, BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface)
@@ -247,7 +247,7 @@ def test_health_state_and_tools(game: FakeGame) -> None:
     client = GameClient(game.port)
     health = client.health()
     assert health["ok"] is True and isinstance(health["frame"], int)
-    assert client.health_has_completed_id is False
+    assert client.known.health_has_completed_id is False
     state = client.state()
     assert state["game"]["score"] == 0 and state["ui"]["screen"] == "GameScreen"
     tools = client.tools()
@@ -348,7 +348,7 @@ def test_health_completed_id_fetches_state_once_per_call() -> None:
             assert client.stats["stateFetches"] - before == 1
             assert result["confirmation"] == "completedCommandId"
             assert result["state"]["game"]["score"] == n
-        assert client.health_has_completed_id is True
+        assert client.known.health_has_completed_id is True
 
 
 def test_sync_false_returns_at_once() -> None:
@@ -573,11 +573,11 @@ def test_health_polling_is_not_slowed_by_an_expensive_state() -> None:
     client = GameClient(7777, opener=opener, clock=lambda: now[0], sleep=sleep)
     client.state()
     client.health()
-    assert client.state_cost_s >= 0.05
+    assert client.known.state_cost_s >= 0.05
     result = client.command_and_sync("noop", timeout_ms=5000)
     assert result["confirmation"] == "completedCommandId"
-    assert max(sleeps) <= confirm_module.MAX_CHEAP_INTERVAL_S
-    assert now[0] - applied_at[0] <= 0.05 + 2 * confirm_module.MAX_CHEAP_INTERVAL_S
+    assert max(sleeps) <= polls_module.MAX_CHEAP_INTERVAL_S
+    assert now[0] - applied_at[0] <= 0.05 + 2 * polls_module.MAX_CHEAP_INTERVAL_S
 
 
 # --------------------------------------------------------------------------- loopback only

@@ -195,7 +195,7 @@ def test_the_confirmation_polls_across_the_learned_window() -> None:
     """Past the first millisecond after a predicted start, a game known to apply commands
     up to 3 ms late is polled a few times across those 3 ms rather than backed off."""
     from game_bridge_mcp.wire.client import GameClient
-    from game_bridge_mcp.wire.confirm import BURST_S, WINDOW_POLLS
+    from game_bridge_mcp.wire.polls import BURST_S, WINDOW_POLLS
 
     game = SimGame(period=1 / 60)
     client = GameClient(1)
@@ -205,11 +205,11 @@ def test_the_confirmation_polls_across_the_learned_window() -> None:
     frame = game.frame_at(t)
     starts = client.frames.next_frame_at(frame)
     assert starts is not None
-    client.health_has_completed_id = True
+    client.known.health_has_completed_id = True
     window = client.frames.apply_window(BURST_S)
     assert window == pytest.approx(0.003)
-    assert client._next_wait(frame, 0.0, 7, starts + 0.0005) == (0.0, 0.0)  # back to back at first
-    pause, _ = client._next_wait(frame, 0.0, 7, starts + 0.0015)
+    assert client.confirmer.polling.next_wait(frame, 0.0, 7, starts + 0.0005) == (0.0, 0.0)  # back to back at first
+    pause, _ = client.confirmer.polling.next_wait(frame, 0.0, 7, starts + 0.0015)
     assert 0 < pause <= window / WINDOW_POLLS + 1e-9  # then a few polls across the window
-    pause, interval = client._next_wait(frame, 0.0, 7, starts + 0.004)
+    pause, interval = client.confirmer.polling.next_wait(frame, 0.0, 7, starts + 0.004)
     assert pause == interval > 0  # past it: backing off as before

@@ -238,7 +238,7 @@ def test_driven_through_the_game_client_with_strong_confirmation(game: Any) -> N
     _bridge, world, port = game
     client = GameClient(port, timeout_ms=5000)
     client.health()
-    assert client.health_has_completed_id is True
+    assert client.known.health_has_completed_id is True
     result = client.command_and_sync("add", {"n": 3})
     assert result["confirmation"] == "completedCommandId"
     assert result["state"]["game"]["score"] == 3 and world.score == 3

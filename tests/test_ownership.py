@@ -26,15 +26,15 @@ def game() -> FakeGame:
 def test_a_restart_seen_in_any_answer_starts_a_new_generation(game: FakeGame) -> None:
     client = GameClient(game.port)
     client.health()
-    assert client.health_has_completed_id is True and client.generation == 0
+    assert client.known.health_has_completed_id is True and client.generation == 0
     assert client.last_frame is not None and client.last_frame >= 100
     client.command_and_sync("noop")
-    client.health_has_completed_id = True  # learned; a restart must forget it
+    client.known.health_has_completed_id = True  # learned; a restart must forget it
     game.restart_frames(0)
     client.state()  # the frame went back: a new process
     assert client.generation == 1
     assert client.last_frame is not None and client.last_frame < 100
-    assert client.health_has_completed_id is None and client.applies_between_frames is False
+    assert client.known.health_has_completed_id is None and client.known.applies_between_frames is False
     assert client.frames.period_s is None
 
 
@@ -42,7 +42,7 @@ def test_forget_starts_a_new_generation_and_clears_the_frame_clock(game: FakeGam
     client = GameClient(game.port)
     client.health()
     client.forget()
-    assert client.generation == 1 and client.last_frame is None and client.health_has_completed_id is None
+    assert client.generation == 1 and client.last_frame is None and client.known.health_has_completed_id is None
 
 
 def test_the_manifest_cache_follows_the_client_generation_through_list_instances(game: FakeGame) -> None:

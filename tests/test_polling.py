@@ -186,5 +186,5 @@ def test_a_game_that_applies_between_frames_is_not_made_to_wait_for_one() -> Non
     game = SimGame(apply_between_frames=True)
     client = client_for(game)
     calls = run_calls(game, client, 40)[10:]
-    assert client.applies_between_frames
+    assert client.known.applies_between_frames
     assert statistics.median(c["late"] for c in calls) <= 0.001

@@ -7,9 +7,10 @@ the state it returns is genuinely the world after the command. Without
 ``completedCommandId`` it waits for ``frame`` to advance by two and says so
 (``confirmation: "frames-advanced"``).
 
-How it waits for the command to be applied lives in ``confirm.py`` (the
-:class:`~.confirm.Confirming` half of this class), which docs/tools.md's "How a command is
-confirmed" describes for users.
+How it waits for the command to be applied is the client's :class:`~.confirm.Confirmer`
+(wire/confirm.py and the strategies it chooses from), which docs/tools.md's "How a command
+is confirmed" describes for users. What the answers taught is the client's
+:class:`~.known.Known`, which it alone writes from every answer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -30,9 +32,10 @@ from ..jsonio import decode_json, decode_json_taking
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSurface,
                       ScreenshotUnavailable)
-from .confirm import Confirming, counter
+from .confirm import Confirmer
 from .events import EventsCursor, Page, read_page
 from .frames import FrameClock
+from .known import Known, counter
 from .images import (SCREENSHOT_MAX_BYTES, ImageProblem, Screenshot, game_reason, inspect_image, parse_frame,
                      parse_window)
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
@@ -85,7 +88,7 @@ def _health_prefix(endpoint: str) -> str:
     return "GET /health " if endpoint == "/health" else ""
 
 
-class GameClient(Confirming):
+class GameClient:
     """The HTTP surface of one game instance on loopback."""
 
     def __init__(self, port: int, *, host: str = "127.0.0.1", timeout_ms: int = 5000,
@@ -115,6 +118,8 @@ class GameClient(Confirming):
         #: an answer (``frame`` went backwards) or :meth:`forget`. Caches of what a game
         #: said (the Bridge's manifest) are valid for one generation.
         self.generation = 0
+        #: What this generation's answers taught (wire/known.py); reset on a restart.
+        self.known = Known(self.port)
         self._relearn()
         #: Kept-alive connections to the game, reused by every request and every thread
         #: (the default transport only; an injected opener is used as it is).
@@ -122,6 +127,11 @@ class GameClient(Confirming):
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {"requests": 0, "bytes": 0, "stateFetches": 0}
         self._stats_lock = threading.Lock()
+        #: Sends commands and confirms them, given this client's endpoints and what it knows
+        #: (through a weak proxy: the client is freed, and its connections closed, as before).
+        endpoints = weakref.proxy(self)
+        self.confirmer = Confirmer(endpoints, self.known, self.frames, generation=lambda: endpoints.generation,
+                                   clock=clock, sleep=sleep)
 
     # ----------------------------------------------------------------- what is known
     def _relearn(self, *, restarted: bool = False) -> None:
@@ -130,27 +140,7 @@ class GameClient(Confirming):
         old_events: EventsCursor | None = getattr(self, "events", None)
         #: The events cursor (wire/events.py): the newest event reported to the agent.
         self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
-        #: Does /health carry completedCommandId? (None: not asked yet.)
-        self.health_has_completed_id: bool | None = None
-        #: The completedCommandId of the newest answer that carried one (None: unknown): a
-        #: command whose commandId is not above it cannot be confirmed by its id.
-        self.completed_id: int | None = None
-        #: ``paused`` in the newest answer that carried it (None: unknown): a command on a
-        #: paused game with ``clock`` may wait for its clock (see Confirming).
-        self.paused: bool | None = None
-        #: What the last /state, /state?view=digest and /health cost (seconds).
-        self.state_cost_s = 0.0
-        self.digest_cost_s = 0.0
-        self.health_cost_s = 0.0
-        #: Does it apply commands between frames (so a frame need not be waited for)?
-        self.applies_between_frames = False
-        #: The extensions the game advertises in ``/health`` ``features`` (docs/contract.md),
-        #: learned from every /health answer; None until one has been read.
-        self.features: frozenset[str] | None = None
-        #: Advertised extensions the game was caught breaking (an ``after`` answered early
-        #: without the command, a digest without ``completedCommandId``): not used again
-        #: until the game restarts. See :meth:`uses`.
-        self.broken_features: set[str] = set()
+        self.known.reset()
 
     def new_session(self) -> None:
         """Answer as a bridge that never answered about this port would: forget which
@@ -166,30 +156,44 @@ class GameClient(Confirming):
         self.generation += 1
         self.close()  # another process may answer on the port next
 
+    @property
+    def features(self) -> frozenset[str] | None:
+        """The extensions advertised in the last ``/health`` read (in this generation);
+        None before one was read."""
+        return self.known.features
+
+    @property
+    def completed_id(self) -> int | None:
+        """The completedCommandId of the newest answer that carried one (None: unknown)."""
+        return self.known.completed_id
+
+    @property
+    def paused(self) -> bool | None:
+        """``paused`` in the newest answer that carried it (None: unknown)."""
+        return self.known.paused
+
     def has_feature(self, name: str) -> bool:
         """Whether the game advertised ``name`` in the last ``/health`` read (in this
         generation). False before any /health: see :meth:`learn_features`."""
-        features = self.features
-        return features is not None and name in features
+        return self.known.has_feature(name)
 
     def learn_features(self, *, timeout_ms: int | None = None) -> frozenset[str]:
         """The advertised features, asking ``/health`` once if none was read yet."""
-        features = self.features
+        features = self.known.features
         if features is None:
             self.health(timeout_ms=timeout_ms)
-            features = self.features
+            features = self.known.features
         return features if features is not None else frozenset()
 
     def uses(self, name: str) -> bool:
         """Whether the bridge may rely on extension ``name`` with this game: advertised,
         and not caught broken since the game started. The only gate for sending a
         parameter an extension defines (a game is never sent one it did not advertise)."""
-        return self.has_feature(name) and name not in self.broken_features
+        return self.known.uses(name)
 
-    def _broken(self, name: str, why: str) -> None:
-        if name not in self.broken_features:
-            log.warning("port %s advertises %r but %s; not using it until the game restarts", self.port, name, why)
-            self.broken_features.add(name)
+    def poll_cost(self, digest: bool = False) -> float:
+        """What the last ``/state`` of the kind ``state(digest=digest)`` asks cost (seconds)."""
+        return self.known.poll_cost(digest)
 
     @property
     def last_frame(self) -> int | None:
@@ -213,9 +217,9 @@ class GameClient(Confirming):
             self._relearn(restarted=True)
             self.generation += 1
         if "completedCommandId" in doc:
-            self.completed_id = counter(doc.get("completedCommandId"))
+            self.known.completed_id = counter(doc.get("completedCommandId"))
         if isinstance(doc.get("paused"), bool):
-            self.paused = doc["paused"]
+            self.known.paused = doc["paused"]
 
     def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
         """One GET; transport failures become GameOffline/NotAGameSurface, except the
@@ -273,9 +277,10 @@ class GameClient(Confirming):
             shown = json.dumps(body)[:120] if not isinstance(body, (bytes, str)) else repr(body)[:120]
             raise NotAGameSurface(self.port, f"GET /health answered {shown} without \"ok\": true")
         self._observe(body, sent, arrived)  # first: a restart forgets what was learned
-        self.health_has_completed_id = counter(body.get("completedCommandId")) is not None
-        self.features = read_features(body)
-        self.health_cost_s = arrived - sent
+        known = self.known
+        known.health_has_completed_id = counter(body.get("completedCommandId")) is not None
+        known.features = read_features(body)
+        known.health_cost_s = arrived - sent
         return body
 
     def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -284,7 +289,7 @@ class GameClient(Confirming):
 
         ``digest``: the digest is all the caller needs, so a game that advertises ``view``
         is asked for ``view=digest`` (docs/contract.md); others answer the whole state."""
-        if digest and self.features is None:
+        if digest and self.known.features is None:
             self.learn_features(timeout_ms=timeout_ms)  # once per generation: may it be asked?
         view = digest and self.uses("view")
         return self._state("/state?view=digest" if view else "/state", timeout_s=self._timeout_s(timeout_ms),
@@ -311,14 +316,42 @@ class GameClient(Confirming):
             self._observe(body, started, arrived)  # first: a restart forgets what was learned
             cost = self._clock() - started
             if view:
-                self.digest_cost_s = cost
+                self.known.digest_cost_s = cost
             else:
-                self.state_cost_s = cost
+                self.known.state_cost_s = cost
         with self._stats_lock:
             self.stats["stateFetches"] += 1
         if not isinstance(body, dict):
             raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/state")
         return body
+
+    def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict:
+        """``GET /state?after=<command_id>&waitMs=<wait_ms>`` (docs/contract.md, ``after``),
+        with ``view=digest`` when ``view``: the state once the command is done, or after
+        ``wait_ms``. What it took says nothing about what a /state costs."""
+        path = f"/state?after={command_id}&waitMs={wait_ms}" + ("&view=digest" if view else "")
+        return self._state(path, timeout_s=timeout_s, max_bytes=DEFAULT_MAX_BYTES, view=view, held=True)
+
+    def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
+                         timeout_ms: int | None = None, sync: bool = True, digest: bool = False,
+                         pending_ok: bool = False) -> dict:
+        """Queue a command and wait until the game has applied it.
+
+        Returns ``{"answer", "commandId", "confirmation", "state"}`` where ``state`` is a
+        ``/state`` snapshot taken after the command ran (None when ``sync`` is False,
+        ``confirmation: "not-waited"``). ``digest``: the digest of that state is all the
+        caller needs (a game with ``view`` then sends only the digest's fields).
+
+        ``pending_ok``: on a game with ``clock`` that was paused when the command was sent,
+        a command still not done a few loop frames later, with ``/state`` still paused,
+        waits for the clock: it is answered at once with ``confirmation: "pending"`` and
+        the state then, instead of waiting for a clock nobody moves.
+
+        A game that advertises ``after`` is asked once, ``/state?after=<commandId>``, and
+        answers when the command is done; others are polled (see wire/confirm.py)."""
+        total_ms = self.timeout_ms if timeout_ms is None else int(timeout_ms)
+        return self.confirmer.command_and_sync(cmd, args, total_ms=total_ms, sync=sync, digest=digest,
+                                               pending_ok=pending_ok)
 
     def tools(self, *, timeout_ms: int | None = None) -> Any | None:
         """``GET /tools``: the raw manifest document, or None when the game answers 404."""

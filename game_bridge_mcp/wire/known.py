@@ -1,0 +1,82 @@
+"""What a port's answers have taught the bridge about the game answering there, for one
+generation of it: the extensions it advertises and those it was caught breaking, whether
+``/health`` carries ``completedCommandId``, the newest ``completedCommandId`` and
+``paused``, and what each kind of request cost.
+
+:class:`Known` has one writer, the :class:`~.client.GameClient` that reads every answer
+and resets it when the game restarts; the confirmation strategies are given it to read,
+and record in it the two things a confirmation teaches (the game applies commands
+between frames; it breaks an extension it advertises).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..jsonio import as_int
+
+log = logging.getLogger(__name__)
+
+
+def counter(value: Any) -> int | None:
+    """A counter the game reports (``frame``, ``commandId``, ``completedCommandId``): a
+    whole number from 0 to 2**53, else None (unknown), so an absurd one (``1e400``, a
+    400-digit number, -5) is never arithmetic's problem or a port's for good."""
+    return as_int(value, minimum=0)
+
+
+class Known:
+    """What is known of one port's game in this generation (see the module docstring)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget it all: another process answers (or may answer) on the port now."""
+        #: Does /health carry completedCommandId? (None: not asked yet.)
+        self.health_has_completed_id: bool | None = None
+        #: The completedCommandId of the newest answer that carried one (None: unknown): a
+        #: command whose commandId is not above it cannot be confirmed by its id.
+        self.completed_id: int | None = None
+        #: ``paused`` in the newest answer that carried it (None: unknown): a command on a
+        #: paused game with ``clock`` may wait for its clock (see wire/confirm.py).
+        self.paused: bool | None = None
+        #: What the last /state, /state?view=digest and /health cost (seconds).
+        self.state_cost_s = 0.0
+        self.digest_cost_s = 0.0
+        self.health_cost_s = 0.0
+        #: Does it apply commands between frames (so a frame need not be waited for)?
+        self.applies_between_frames = False
+        #: The extensions the game advertises in ``/health`` ``features`` (docs/contract.md),
+        #: learned from every /health answer; None until one has been read.
+        self.features: frozenset[str] | None = None
+        #: Advertised extensions the game was caught breaking (an ``after`` answered early
+        #: without the command, a digest without ``completedCommandId``): not used again
+        #: until the game restarts. See :meth:`uses`.
+        self.broken_features: set[str] = set()
+
+    def has_feature(self, name: str) -> bool:
+        """Whether the game advertised ``name`` in the last ``/health`` read."""
+        features = self.features
+        return features is not None and name in features
+
+    def uses(self, name: str) -> bool:
+        """Whether the bridge may rely on extension ``name`` with this game: advertised,
+        and not caught broken since the game started. The only gate for sending a
+        parameter an extension defines (a game is never sent one it did not advertise)."""
+        return self.has_feature(name) and name not in self.broken_features
+
+    def broken(self, name: str, why: str) -> None:
+        """The game advertises ``name`` but ``why``: not used again until it restarts."""
+        if name not in self.broken_features:
+            log.warning("port %s advertises %r but %s; not using it until the game restarts", self.port, name, why)
+            self.broken_features.add(name)
+
+    def poll_cost(self, digest: bool = False) -> float:
+        """What the last ``/state`` of the kind ``state(digest=digest)`` asks cost (seconds)."""
+        return self.digest_cost_s if digest and self.uses("view") else self.state_cost_s
+
+
+__all__ = ["Known", "counter"]
