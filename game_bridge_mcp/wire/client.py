@@ -1,17 +1,6 @@
-"""GameClient: one game instance's HTTP surface, and the command-then-confirm cycle.
-
-``/command`` is fire-and-forget: the game answers when the command is *queued* and
-applies it later on its own thread. ``command_and_sync`` therefore notes the returned
-``commandId`` and polls until the game reports ``completedCommandId >= commandId``, so
-the state it returns is genuinely the world after the command. Without
-``completedCommandId`` it waits for ``frame`` to advance by two and says so
-(``confirmation: "frames-advanced"``).
-
-How it waits for the command to be applied is the client's :class:`~.confirm.Confirmer`
-(wire/confirm.py and the strategies it chooses from), which docs/tools.md's "How a command
-is confirmed" describes for users. What the answers taught is the client's
-:class:`~.known.Known`, which it alone writes from every answer.
-"""
+""":class:`GameClient`: one game instance's HTTP surface; it learns from every answer
+(:class:`~.known.Known`, the frame clock, restarts) and confirms commands through its
+:class:`~.confirm.Confirmer`."""
 
 from __future__ import annotations
 

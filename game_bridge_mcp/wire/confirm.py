@@ -1,14 +1,6 @@
-"""How a command is confirmed: send it, then wait until the game has applied it.
-
-``/command`` only queues; the game applies the command later, on its own thread.
-:class:`Confirmer` notes the returned ``commandId`` and waits until the game reports
-``completedCommandId >= commandId`` (or, without it, ``frame`` advancing by two), then
-returns the state after the command. How it waits is a :class:`~.strategy.Strategy`: a
-game that advertises ``after`` is asked once and holds its answer until the command is
-done (:class:`~.held.Held`); any other is polled at the times its frame clock predicts
-(:class:`~.polls.Polling`, which asks ``/health`` or ``/state`` at each poll by what is
-known of the game then). docs/tools.md ("How a command is confirmed") says how for users.
-"""
+"""The :class:`Confirmer`: sends a command and waits until the game has applied it, held
+with ``after`` (:mod:`.held`) or polled (:mod:`.polls`) (docs/design.md, "Confirming a
+command")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Confirmation held by the game: ``/state?after=<commandId>&waitMs=<what is left>``
-(docs/contract.md, ``after``), answered when the command is done.
-
-Asked again only when the game held for all of ``waitMs`` and the command was not done.
-A game caught breaking the rule (answering early without the command, a held answer
-without ``completedCommandId``, holding for all of ``waitMs`` although the command was
-done) is not asked this way again until it restarts, and the command is confirmed by
-polling instead.
-"""
+"""The ``after`` strategy: ``/state?after=<commandId>&waitMs=`` held by the game until the
+command is done, and the game's rule checked (one caught breaking it is polled instead)."""
 
 from __future__ import annotations
 

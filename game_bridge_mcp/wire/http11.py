@@ -1,6 +1,6 @@
-"""HTTP/1.1 on one connected socket: :class:`Exchange` sends one GET and reads its answer, every
-read given only the time left until one absolute deadline; every failure a
-:class:`TransportError` of one ``kind``."""
+"""HTTP/1.1 on one connected socket: :class:`Exchange` sends one GET and reads its answer
+(``http.client``'s limits, every read bounded by one deadline, at most ``max_bytes`` of
+body), and says whether the connection may carry another request."""
 
 from __future__ import annotations
 

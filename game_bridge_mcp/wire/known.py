@@ -1,13 +1,6 @@
-"""What a port's answers have taught the bridge about the game answering there, for one
-generation of it: the extensions it advertises and those it was caught breaking, whether
-``/health`` carries ``completedCommandId``, the newest ``completedCommandId`` and
-``paused``, and what each kind of request cost.
-
-:class:`Known` has one writer, the :class:`~.client.GameClient` that reads every answer
-and resets it when the game restarts; the confirmation strategies are given it to read,
-and record in it the two things a confirmation teaches (the game applies commands
-between frames; it breaks an extension it advertises).
-"""
+""":class:`Known`: what one generation of a port's answers taught (advertised and broken
+extensions, what ``/health`` carries, the last ``completedCommandId`` and ``paused``, what
+requests cost). The GameClient is its one writer; the confirmation strategies read it."""
 
 from __future__ import annotations
 

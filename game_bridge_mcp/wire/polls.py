@@ -1,19 +1,5 @@
-"""Confirmation by polling, timed by the game's frame clock.
-
-A game applies a queued command when its loop next runs, so :class:`Polling` sleeps until
-just before the frame its :class:`~.frames.FrameClock` predicts, polls across the window
-in which recent commands were seen applied, and otherwise backs off from a fraction of a
-millisecond to a cap. Each poll is one of two kinds, chosen at that poll by what is known
-of the game then (a cost measured, a restart noticed can change it within one
-confirmation):
-
-* :data:`HEALTH` when ``/health`` carries ``completedCommandId``: the tiny ``/health`` is
-  polled until it reports the command, then ``/state`` is fetched once (or, when the
-  ``/state`` asked for costs no more than a ``/health``, it is polled itself);
-* :data:`STATE` otherwise: ``/state`` is polled, and when it is expensive (or the frames
-  are known to advance) ``/health`` first says whether a frame after the last one seen
-  has begun.
-"""
+"""The polling strategy: polls timed by the game's frame clock, each a :data:`HEALTH` or a
+:data:`STATE` poll by what is known of the game at that poll."""
 
 from __future__ import annotations
 

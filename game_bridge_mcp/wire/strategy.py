@@ -1,12 +1,6 @@
-"""The one interface of the ways a command is confirmed, and what they share.
-
-A :class:`Strategy` is given a :class:`Job` (one command the game answered as queued)
-and returns the outcome once the game shows it applied, or None when the game broke the
-rule that way relies on. Each strategy is given what it needs when it is made: the
-game's endpoints (:class:`Requests`, which the :class:`~.client.GameClient` serves), what
-is known of the port (:class:`~.known.Known`), its :class:`~.frames.FrameClock`, the
-clock and the sleep. :func:`verdict` is what every strategy reads in a snapshot.
-"""
+"""The one interface of the ways a command is confirmed (:class:`Strategy`, given a
+:class:`Job`), the endpoints they ask (:class:`Requests`), and :func:`verdict`, what every
+one of them reads in a snapshot."""
 
 from __future__ import annotations
 
