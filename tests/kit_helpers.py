@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from game_bridge_mcp.game import GameBridge
+from game_bridge_mcp.game._fruit import FruitMerge
+from game_bridge_mcp.game.demo import build
 
 
 @contextmanager
@@ -29,6 +31,16 @@ def looping(bridge: GameBridge, update: Callable[[], Any] | None = None, *, hz: 
         loop.join(5)
         bridge.stop()
         assert not loop.is_alive()
+
+
+@contextmanager
+def demo(seed: int = 7, *, paused: bool = True) -> Iterator[int]:
+    """The demo game on the kit, on a real loop thread, a round started, paused."""
+    game = FruitMerge(seed)
+    kit = build(game, register=False, environ={"GAME_BRIDGE_START_PAUSED": "1"} if paused else {})
+    game.new_round()
+    with looping(kit, game.update, hz=200, render=game.frame_tick) as port:
+        yield port
 
 
 def fetch(port: int, path: str, timeout: float = 15.0) -> tuple[int, Any]:

@@ -29,6 +29,7 @@ from game_bridge_mcp.launch.declaration import load_declaration
 HERE = Path(__file__).resolve().parent
 GAME = HERE / "peers" / "games" / "game.py"
 DRIVER = HERE / "peers" / "games" / "bridge_driver.py"
+VARIANT = HERE / "peers" / "demo_variant.py"
 PYTHON = sys.executable
 TOKEN_KEY = "GB_TEST_TOKEN"
 
@@ -160,6 +161,18 @@ def write_declaration(directory: Path, *game_args: str, shell: bool = False, por
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "gamebridge.json"
     path.write_text(json.dumps(doc))
+    return path
+
+
+def declaration(directory: Path, *, variant: str = "", seed: int = 7, game: list[str] | None = None) -> Path:
+    low, high = free_range(4)
+    argv = game or [PYTHON, str(VARIANT), "--port", "{port}", "--seed", str(seed), "--hz", "60"]
+    launch: dict[str, Any] = {"argv": argv, "portRange": f"{low}-{high}", "readyTimeoutMs": 20000}
+    if variant:
+        launch["env"] = {"DEMO_VARIANT": variant}
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "gamebridge.json"
+    path.write_text(json.dumps({"name": "Fruit Merge", "launch": launch}))
     return path
 
 

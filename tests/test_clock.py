@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -16,9 +15,8 @@ import pytest
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.game._fruit import FruitMerge
-from game_bridge_mcp.game.demo import build
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from kit_helpers import looping
+from kit_helpers import demo
 from mcp_harness import connect, data, is_error, start_call, text
 from peers.handmade import HandmadeGame
 
@@ -30,16 +28,6 @@ MOVES = [0.5, 0.5, 0.5, 0.5, -2.0, 2.5]  # with SEED, the 2nd and 3rd merge
 
 def bridge_for(port: int) -> Bridge:
     return Bridge(Config(port=port, environ={}, scan=False, registry=False))
-
-
-@contextmanager
-def demo(seed: int = SEED, *, paused: bool = True) -> Iterator[int]:
-    """The demo game on the kit, on a real loop thread, a round started, paused."""
-    game = FruitMerge(seed)
-    kit = build(game, register=False, environ={"GAME_BRIDGE_START_PAUSED": "1"} if paused else {})
-    game.new_round()
-    with looping(kit, game.update, hz=200, render=game.frame_tick) as port:
-        yield port
 
 
 def reference(seed: int, moves: list[float]) -> list[tuple[int, int | None]]:

@@ -14,9 +14,8 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, guard  # noqa: F401
+from launch_helpers import ProcessGuard, declaration, guard  # noqa: F401
 from mcp_harness import connect, data, is_error, text
-from test_trace_replay import declaration
 
 pytestmark = pytest.mark.timeout(120)
 

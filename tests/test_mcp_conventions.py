@@ -22,7 +22,7 @@ from game_bridge_mcp.mcp_server import logs
 from game_bridge_mcp.mcp_server.adapter import _SDK2, BridgeServer
 from mcp_harness import connect, data, dump
 from peers.fakegame import FakeGame
-from test_clock import demo
+from kit_helpers import demo
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -23,7 +23,7 @@ from game_bridge_mcp.outputs import (ADVANCE_ANSWER, CLOSE_ANSWER, COMMAND_ANSWE
 from launch_helpers import ProcessGuard, guard  # noqa: F401
 from mcp_harness import connect, dump, is_error, structured, text
 from peers.fakegame import FakeGame
-from test_clock import demo
+from kit_helpers import demo
 
 pytestmark = pytest.mark.timeout(120)
 

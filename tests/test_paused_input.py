@@ -161,7 +161,7 @@ def test_a_restart_loses_pending_commands_and_says_so() -> None:
 
 def test_the_pygame_wrapper_answers_paused_input_at_once(tmp_path: Path) -> None:
     pytest.importorskip("pygame")
-    from test_pygame_wrapper import CLOCKED, game_env, wrapped
+    from pygame_helpers import CLOCKED, game_env, wrapped
 
     with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
         bridge = bridge_for(game.port)
@@ -180,7 +180,7 @@ def test_the_pygame_wrapper_answers_paused_input_at_once(tmp_path: Path) -> None
 
 def test_the_pygame_wrappers_digest_shows_window_keys_pointer_and_rate(tmp_path: Path) -> None:
     pytest.importorskip("pygame")
-    from test_pygame_wrapper import CLOCKED, game_env, wrapped
+    from pygame_helpers import CLOCKED, game_env, wrapped
 
     with wrapped(str(CLOCKED), env=game_env(tmp_path)) as game:
         bridge = bridge_for(game.port)

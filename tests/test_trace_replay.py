@@ -25,26 +25,13 @@ from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.trace.format import FORMAT, VERSION
 from game_bridge_mcp.trace.reader import read_trace
 from browser import count_colour, dump_dom, read_png, screenshot
-from launch_helpers import GAME, PYTHON, ProcessGuard, free_range, guard  # noqa: F401
+from launch_helpers import GAME, PYTHON, VARIANT, ProcessGuard, declaration, guard  # noqa: F401
 from mcp_harness import connect, data
 
 pytestmark = pytest.mark.timeout(120)
 
-VARIANT = Path(__file__).resolve().parent / "peers" / "demo_variant.py"
 MOVES = [0, 0, 1, -1]
 RED, GREEN = (198, 40, 40), (46, 125, 50)
-
-
-def declaration(directory: Path, *, variant: str = "", seed: int = 7, game: list[str] | None = None) -> Path:
-    low, high = free_range(4)
-    argv = game or [PYTHON, str(VARIANT), "--port", "{port}", "--seed", str(seed), "--hz", "60"]
-    launch: dict[str, Any] = {"argv": argv, "portRange": f"{low}-{high}", "readyTimeoutMs": 20000}
-    if variant:
-        launch["env"] = {"DEMO_VARIANT": variant}
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "gamebridge.json"
-    path.write_text(json.dumps({"name": "Fruit Merge", "launch": launch}))
-    return path
 
 
 class Session:
