@@ -1,0 +1,316 @@
+"""The stdio fast path for ``tools/call`` (mcp_server/fastpath.py).
+
+In-process: which lines it takes and which it leaves to the SDK, cancellation, the cap.
+Over stdio: its answers are the SDK's, field for field, for every protocol version it
+handles (the same calls through a server with ``GAME_BRIDGE_SDK_DISPATCH=1``), progress
+notifications arrive, and stdout stays pure JSON-RPC with answers and SDK output mixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from game_bridge_mcp import Composite
+from game_bridge_mcp.config import Config
+from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
+from game_bridge_mcp.mcp_server.fastpath import DISABLE_ENV, KNOWN_VERSIONS, FastPath
+from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
+from peers.fakegame import FakeGame
+
+pytestmark = pytest.mark.timeout(60)
+ROOT = Path(__file__).resolve().parents[2]
+INIT_ANSWER = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "game-bridge-mcp", "version": "0"}}})
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.changed = threading.Condition()
+
+    def write_line(self, data: bytes | list[bytes]) -> None:
+        data = data if isinstance(data, bytes) else b"".join(data)
+        assert data.endswith(b"\n") and data.count(b"\n") == 1
+        with self.changed:
+            self.lines.append(json.loads(data))
+            self.changed.notify_all()
+
+    def wait(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.lines) >= count, timeout), self.lines
+            return list(self.lines)
+
+
+def nap(ctx: Any) -> dict[str, Any]:
+    ctx.sleep(30_000)  # ended by a cancel
+    return {"slept": True}
+
+
+@pytest.fixture
+def fast() -> Iterator[tuple[FastPath, Sink, FakeGame]]:
+    with FakeGame() as game:
+        bridge = Bridge(Config(port=game.port, environ={}, scan=False, registry=False),
+                        composites=[Composite(name="nap", description="sleeps", run=nap)])
+        sink = Sink()
+        path = FastPath(BridgeServer(bridge), sink, max_calls=2, max_queued=1)
+        yield path, sink, game
+        path.close()
+
+
+def request(ident: Any, name: str = "call_tool", arguments: Any = None, **extra: Any) -> str:
+    params: dict[str, Any] = {"name": name, **extra}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}) + "\n"
+
+
+def cancel(ident: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}) + "\n"
+
+
+def initialized(path: FastPath) -> None:
+    path.outgoing(INIT_ANSWER)
+    assert path.incoming('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n') is False
+
+
+def test_nothing_is_taken_before_the_session_is_initialized(fast: Any) -> None:
+    path, sink, _game = fast
+    line = request(1, arguments={"name": "get_health"})
+    assert path.incoming(line) is False  # no protocol version yet
+    path.outgoing(INIT_ANSWER)
+    assert path.incoming(line) is False  # no notifications/initialized yet
+    assert path.incoming('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n') is False
+    assert path.incoming(line) is True
+    (answer,) = sink.wait(1)
+    assert answer["id"] == 1 and answer["result"]["isError"] is False
+    assert json.loads(answer["result"]["content"][0]["text"])["ok"] is True
+    assert answer["result"]["structuredContent"]["ok"] is True
+
+
+def test_an_unknown_protocol_version_leaves_every_call_to_the_sdk(fast: Any) -> None:
+    path, _sink, _game = fast
+    path.outgoing(INIT_ANSWER.replace("2025-06-18", "2099-01-01"))
+    path.incoming('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    assert path.incoming(request(1, arguments={"name": "get_health"})) is False
+
+
+@pytest.mark.parametrize("line", [
+    request(True, arguments={"name": "get_health"}),
+    request(None, arguments={"name": "get_health"}),
+    request(1.5, arguments={"name": "get_health"}),
+    request(1, arguments=["not", "an", "object"]),
+    request(1, name=7),  # type: ignore[arg-type]
+    request(1, arguments={}, _meta={"progressToken": {"odd": 1}}),
+    request(1, arguments={}, _meta="odd"),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": []}) + "\n",
+    json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}) + "\n",
+    json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}]) + "\n",
+    '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"\n',
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "tools/call"}}) + "\n",
+])
+def test_odd_requests_are_left_to_the_sdk(fast: Any, line: str) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    assert path.incoming(line) is False
+    assert sink.lines == []
+
+
+def test_a_cancelled_call_ends_without_an_answer_and_frees_its_place(fast: Any) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    assert path.incoming(request("a", arguments={"name": "nap"})) is True
+    assert path.incoming(request("b", arguments={"name": "nap"})) is True
+    assert path.incoming(request("c", arguments={"name": "nap"})) is True  # the cap (2): it waits its turn
+    assert path.full and path.queued == 1
+    assert path.incoming(request("d", arguments={"name": "nap"})) is False  # the queue is full: the SDK's
+    assert path.incoming(request("a", arguments={"name": "nap"})) is False  # a duplicate id: the SDK answers
+    assert path.incoming(request("c", arguments={"name": "nap"})) is False  # a duplicate of a queued one too
+    assert path.incoming(cancel("nobody")) is False  # not ours: the SDK's to ignore
+    assert path.incoming(cancel("c")) is True and path.queued == 0 and not path.full  # it never starts
+    started = time.monotonic()
+    assert path.incoming(cancel("a")) is True and path.incoming(cancel("b")) is True
+    deadline = time.monotonic() + 5
+    while path.running:
+        assert time.monotonic() < deadline, "cancelled calls kept running"
+        time.sleep(0.01)
+    assert time.monotonic() - started < 5
+    assert sink.lines == []  # a cancelled request gets no answer
+    assert path.incoming(request(9, arguments={"name": "get_health"})) is True  # their places are free again
+    assert sink.wait(1)[0]["id"] == 9
+
+
+def test_a_queued_call_runs_when_a_place_frees(fast: Any) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    assert path.incoming(request("a", arguments={"name": "nap"})) is True
+    assert path.incoming(request("b", arguments={"name": "nap"})) is True
+    assert path.incoming(request("q", arguments={"name": "get_health"})) is True and path.queued == 1
+    assert path.incoming(cancel("a")) is True
+    answer = sink.wait(1)[0]  # a's place goes to q, which answers; a never does
+    assert answer["id"] == "q" and "result" in answer and path.queued == 0
+
+
+def test_errors_are_answered_as_results(fast: Any) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    path.incoming(request(1, arguments={"name": "get_health", "port": 1}))
+    path.incoming(request(2, name="no_such_tool", arguments={}))
+    answers = {a["id"]: a["result"] for a in sink.wait(2)}
+    assert answers[1]["isError"] is True and answers[1]["content"][0]["text"].startswith("GameOffline:")
+    assert answers[1]["structuredContent"]["error"] == "GameOffline"
+    assert answers[2]["isError"] is True and "Unknown tool" in answers[2]["content"][0]["text"]
+
+
+def test_close_cancels_what_is_running(fast: Any) -> None:
+    path, sink, _game = fast
+    initialized(path)
+    assert path.incoming(request(1, arguments={"name": "nap"})) is True
+    started = time.monotonic()
+    path.close(timeout_s=5)
+    assert path.running == 0 and time.monotonic() - started < 5
+    assert sink.lines == []
+
+
+# ------------------------------------------------------------------ over stdio
+class Raw:
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.next = 0
+        self.seen: list[dict[str, Any]] = []
+
+    def send(self, method: str, params: dict[str, Any], *, notify: bool = False) -> int | None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        ident = None
+        if not notify:
+            self.next += 1
+            ident = message["id"] = self.next
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        return ident
+
+    def reply(self, ident: int) -> dict[str, Any]:
+        while True:
+            line = self.proc.stdout.readline()  # type: ignore[union-attr]
+            assert line, "the server closed stdout"
+            message = json.loads(line)  # every line is JSON-RPC
+            assert message.get("jsonrpc") == "2.0"
+            self.seen.append(message)
+            if message.get("id") == ident:
+                return message
+
+    def call(self, params: dict[str, Any]) -> dict[str, Any]:
+        ident = self.send("tools/call", params)
+        assert ident is not None
+        return self.reply(ident)
+
+
+def serve(tmp_path: Path, port: int, version: str, *, fast: bool, env: dict[str, str] | None = None,
+          args: tuple[str, ...] = ()) -> Raw:
+    environ = {**(env or os.environ), "PYTHONPATH": str(ROOT), "GAME_BRIDGE_HOME": str(tmp_path / "home"),
+               "GAME_BRIDGE_LOG": "INFO"}
+    environ.pop(DISABLE_ENV, None)
+    if not fast:
+        environ[DISABLE_ENV] = "1"
+    proc = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp", "--port", str(port), "--no-scan",
+                             "--no-registry", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environ, cwd=tmp_path)
+    raw = Raw(proc)
+    ident = raw.send("initialize", {"protocolVersion": version, "capabilities": {},
+                                    "clientInfo": {"name": "test", "version": "0"}})
+    assert ident is not None
+    assert raw.reply(ident)["result"]["protocolVersion"] == version
+    raw.send("notifications/initialized", {}, notify=True)
+    return raw
+
+
+def stop(raw: Raw) -> str:
+    assert raw.proc.stdin is not None
+    raw.proc.stdin.close()
+    try:
+        raw.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        raw.proc.kill()
+        raw.proc.wait(timeout=10)
+    stderr = raw.proc.stderr.read() if raw.proc.stderr else ""
+    for stream in (raw.proc.stdout, raw.proc.stderr):
+        if stream:
+            stream.close()
+    return stderr
+
+
+CALLS: list[dict[str, Any]] = [
+    {"name": "list_toolsets", "arguments": {}},
+    {"name": "describe_toolset", "arguments": {"name": "play"}},
+    {"name": "describe_toolset", "arguments": {"name": "nope"}},
+    {"name": "call_tool", "arguments": {"name": "get_health", "port": 1}},
+    {"name": "call_tool", "arguments": {"name": "wait_for", "arguments": {"path": "game.never", "equals": 1,
+                                                                             "timeoutMs": 1}}},
+    {"name": "call_tool", "arguments": {"name": 7}},
+    {"name": "list_toolsets", "arguments": {"port": 99999}},
+    {"name": "no_such_tool", "arguments": {}},
+    {"name": "call_tool"},
+    {"name": "call_tool", "arguments": {"name": "raw_command", "arguments": {"command": "drop", "args": {"x": 1}}},
+     "_meta": {"progressToken": "p1"}},
+]
+#: Fields that differ from one run to the next (times, frames, ids).
+VOLATILE = {"frame", "elapsedMs", "polls", "commandId", "lastValue", "score", "events", "port", "simFrame",
+            "completedCommandId", "moving", "eventsNote", "eventsLeftOut"}
+
+
+def stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return stable(json.loads(value))
+        except ValueError:
+            return value
+    return value
+
+
+@pytest.mark.parametrize("version", sorted(KNOWN_VERSIONS))
+def test_fast_answers_are_the_sdks_field_for_field(tmp_path: Path, version: str) -> None:
+    answers: dict[bool, list[Any]] = {}
+    logs: dict[bool, str] = {}
+    with FakeGame() as game:
+        for fast in (True, False):
+            raw = serve(tmp_path, game.port, version, fast=fast)
+            try:
+                raw.call({"name": "list_toolsets", "arguments": {}})  # the manifest, read once by both
+                answers[fast] = [stable(raw.call(params)["result"]) for params in CALLS]
+            finally:
+                logs[fast] = stop(raw)
+    assert answers[True] == answers[False]
+    assert "answered directly" in logs[True] and "answered directly" not in logs[False]
+
+
+def test_progress_and_sdk_output_share_stdout_as_whole_lines(tmp_path: Path, guard: ProcessGuard) -> None:
+    decl = write_declaration(tmp_path, "--boot-delay", "0.6", "--lines", "2")
+    raw = serve(tmp_path, 1, "2025-06-18", fast=True, env=guard.env, args=("--config", str(decl)))
+    try:
+        launch = raw.send("tools/call", {"name": "launch_instance", "arguments": {"timeoutMs": 10000},
+                                         "_meta": {"progressToken": "boot"}})
+        pings = [raw.send("ping", {}) for _ in range(20)]  # the SDK's answers, written meanwhile
+        assert launch is not None
+        answer = raw.reply(launch)
+        for ident in pings:
+            if not any(m.get("id") == ident for m in raw.seen):
+                raw.reply(ident)  # type: ignore[arg-type]
+        assert answer["result"]["isError"] is False
+        progress = [m["params"] for m in raw.seen if m.get("method") == "notifications/progress"]
+        assert progress and all(p["progressToken"] == "boot" and p["total"] == 10000 for p in progress)
+        assert [p["progress"] for p in progress] == sorted(p["progress"] for p in progress)
+    finally:
+        stop(raw)
