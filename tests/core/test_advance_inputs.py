@@ -21,7 +21,7 @@ from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from launch_helpers import ProcessGuard, guard  # noqa: F401
 from mcp_harness import connect, data, is_error, text
 from peers.handmade import HandmadeGame
-from test_pygame_wrapper import CLOCKED, game_env, wrapped as pygame_wrapped
+from pygame_helpers import CLOCKED, game_env, wrapped as pygame_wrapped
 from web_helpers import PAGES, wrapped as browser_wrapped
 
 pytestmark = pytest.mark.timeout(120)
