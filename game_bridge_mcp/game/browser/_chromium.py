@@ -178,9 +178,9 @@ class GroupedBrowser:
             if not procs:
                 return
 
-    def close(self) -> None:
+    def close(self, grace_s: float = 2.0) -> None:
         """Kill what is left and remove the stand-in's directory."""
-        self.kill()
+        self.kill(grace_s)
         try:
             self._server.close()
         except OSError:

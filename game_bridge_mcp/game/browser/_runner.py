@@ -220,7 +220,7 @@ def _on_signals(bridge: Any, grouped: Any) -> None:
         def hard_stop() -> None:
             time.sleep(STOP_GRACE_S)
             say(f"the page did not let go within {STOP_GRACE_S:g} s of signal {signum}; ending now")
-            grouped.kill(grace_s=0.5)
+            grouped.close(grace_s=0.5)  # the browser, and the stand-in's directory
             os._exit(128 + signum)
 
         threading.Thread(target=hard_stop, name="game-bridge-hard-stop", daemon=True).start()
