@@ -23,11 +23,11 @@ _game``):
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -80,13 +80,70 @@ class HttpServer:
         return psutil.Process(self.proc.pid).memory_info().rss / (1024 * 1024)
 
 
+class Connection:
+    """One kept-alive HTTP/1.1 connection on a bare socket: a request written in one send,
+    the answer read by its ``Content-Length`` or its chunks (as lean as the bare pipe the
+    stdio client writes to; ``http.client`` parses every header with ``email``)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += data
+
+    def _take(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            self._fill()
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self.buffer:
+            self._fill()
+        line, self.buffer = self.buffer.split(b"\r\n", 1)
+        return line
+
+    def request(self, method: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+        head = f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()) + f"Content-Length: {len(body)}\r\n\r\n"
+        self.sock.sendall(head.encode("latin-1") + body)
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        raw, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        found = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            found[name.strip().lower()] = value.strip()
+        if "content-length" in found:
+            return status, found, self._take(int(found["content-length"]))
+        chunks = []
+        while found.get("transfer-encoding") == "chunked":
+            size = int(self._line().split(b";")[0], 16)
+            chunks.append(self._take(size))
+            self._take(2)
+            if size == 0:
+                break
+        return status, found, b"".join(chunks)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 class RawSession:
-    """One MCP session over one kept-alive HTTP connection: a POST per request, its SSE
-    answer read whole (the least an HTTP client can do)."""
+    """One MCP session over one kept-alive connection (:class:`Connection`): a POST per
+    request, its answer read whole (one JSON body, or an SSE stream)."""
 
     def __init__(self, server: HttpServer) -> None:
         self.server = server
-        self.connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        self.connection = Connection(server.port)
         self.headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json",
                         "Accept": "application/json, text/event-stream"}
         self.next_id = 0
@@ -99,17 +156,17 @@ class RawSession:
         self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        self.connection.request("POST", "/mcp", body=json.dumps(message).encode(), headers=self.headers)
-        response = self.connection.getresponse()
-        body = response.read()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+        return self.connection.request("POST", self.headers, json.dumps(message).encode())
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
         self.next_id += 1
-        status, _h, body = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        status, headers, body = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         if status != 200:
             raise RuntimeError(f"{method} answered {status}")
-        data = [json.loads(line[5:]) for line in body.splitlines() if line.startswith(b"data:") and line[5:].strip()]
+        if headers.get("content-type", "").startswith("application/json"):  # one JSON body (a plain tools/call)
+            data = [json.loads(body)]
+        else:
+            data = [json.loads(line[5:]) for line in body.splitlines() if line.startswith(b"data:") and line[5:].strip()]
         return next(m for m in data if m.get("id") == self.next_id)
 
     def call(self, port: int) -> None:
@@ -118,8 +175,7 @@ class RawSession:
 
     def close(self) -> None:
         try:
-            self.connection.request("DELETE", "/mcp", headers=self.headers)
-            self.connection.getresponse().read()
+            self.connection.request("DELETE", self.headers)
         finally:
             self.connection.close()
 

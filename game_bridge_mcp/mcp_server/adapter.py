@@ -45,6 +45,9 @@ from . import logs
 log = logging.getLogger("game_bridge_mcp")
 
 _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
+#: The error code the installed SDK answers a cancelled request's POST with over HTTP
+#: (2.x: REQUEST_CANCELLED; 1.x: 0), so the HTTP fast path answers as it does.
+CANCELLED_CODE = -32800 if _SDK2 else 0
 # 2.x warns on every use of logging/setLevel and log notifications: the 2026-07-28 protocol
 # drops them, while the handshake versions clients speak keep them (and this server serves those).
 warnings.filterwarnings("ignore", message="The logging capability is deprecated")
@@ -208,7 +211,8 @@ class BridgeServer:
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
         self.eager = bridge.config.eager
-        self._limiter = anyio.CapacityLimiter(MAX_CALLS)
+        #: The cap on calls running at once (both the SDK's path and the HTTP fast path's).
+        self.limiter = anyio.CapacityLimiter(MAX_CALLS)
         #: Calls whose work is still running (a cancelled one counts until its thread ends).
         self.calls_in_flight = 0
         self._session: Any = None
@@ -251,7 +255,7 @@ class BridgeServer:
     async def list_tools(self) -> list[types.Tool]:
         tools = [_tool(t) for t in TOOLS]
         if self.eager:
-            tools += await anyio.to_thread.run_sync(self._eager_tool_list, limiter=self._limiter)
+            tools += await anyio.to_thread.run_sync(self._eager_tool_list, limiter=self.limiter)
         return tools
 
     def _eager_tool_list(self) -> list[types.Tool]:
@@ -332,7 +336,7 @@ class BridgeServer:
         while True:
             await anyio.sleep(EAGER_REFRESH_S)
             try:
-                await anyio.to_thread.run_sync(self.refresh_eager, limiter=self._limiter, abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(self.refresh_eager, limiter=self.limiter, abandon_on_cancel=True)
             except Exception:
                 log.debug("eager refresh failed", exc_info=True)
 
@@ -405,7 +409,7 @@ class BridgeServer:
 
         async def runner() -> None:
             try:  # never abandoned: the thread holds its limiter token until it returns
-                outcome["value"] = await anyio.to_thread.run_sync(run, limiter=self._limiter)
+                outcome["value"] = await anyio.to_thread.run_sync(run, limiter=self.limiter)
             except BaseException as exc:  # handed to the waiting task, not to the task group
                 outcome["error"] = exc
             finally:

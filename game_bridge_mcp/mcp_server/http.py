@@ -23,6 +23,7 @@ from ..errors import BridgeUsageError
 from ..launch.guarantees import warn_once
 from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
+from .fastpath import DISABLE_ENV
 from .httpgate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
 from .owners import SharedLauncher
 from .sessions import SessionManager
@@ -93,7 +94,8 @@ def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -
     def make_app(session: str) -> BridgeServer:
         return BridgeServer(Bridge(config, launcher=shared.view(session), composites=composites))
 
-    manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s)
+    manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s,
+                             fast=config.environ.get(DISABLE_ENV) != "1")
     gate = Gate(manager, token=token, hosts=allowed_hosts(host, bound), names=config.allow_hosts)
     server = _QuietServer(uvicorn.Config(
         gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,

@@ -16,6 +16,7 @@ import anyio.abc
 import anyio.to_thread
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
+from . import httpfast
 from .adapter import MAX_CALLS, BridgeServer
 from .httpgate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
 
@@ -40,14 +41,35 @@ class HttpSession:
     finished: anyio.Event = field(default_factory=anyio.Event)
     #: Requests in flight other than the notification stream (GET).
     busy: int = 0
+    #: The protocol version its ``initialize`` was answered with, once the client said
+    #: ``notifications/initialized`` (until then no call is answered by the fast path).
+    version: str | None = None
+    answered_version: str | None = None
+    #: Calls the fast path is answering, by request id.
+    fast: dict[Any, httpfast.Running] = field(default_factory=dict)
+    fast_idle: anyio.Event = field(default_factory=anyio.Event)
+
+    def cancel_fast(self, why: str) -> None:
+        for running in list(self.fast.values()):
+            running.cancel(why)
+
+    async def fast_drained(self) -> None:
+        """Once the fast path's calls of this session have ended (their threads too)."""
+        while self.fast:
+            self.fast_idle = anyio.Event()
+            await self.fast_idle.wait()
 
 
 class SessionManager:
     """The ASGI app behind the gate: opens, routes to, expires and ends sessions."""
 
     def __init__(self, make_app: Callable[[str], BridgeServer], *, max_sessions: int, idle_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, fast: bool = True) -> None:
         self._make_app = make_app
+        #: Whether plain tools/call POSTs are answered without the SDK's machinery (httpfast.py).
+        self.fast = fast
+        #: Calls the fast path has answered (for tests and benchmarks).
+        self.fast_answered = 0
         self.max_sessions = max_sessions
         self.idle_s = idle_s
         self._clock = clock
@@ -75,6 +97,7 @@ class SessionManager:
         stops its instances and finishes."""
         self.sessions.pop(session.id, None)
         session.scope.cancel()
+        session.cancel_fast("ended")
 
     async def _serve(self, session: HttpSession, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         try:
@@ -89,6 +112,8 @@ class SessionManager:
             with anyio.CancelScope(shield=True):
                 if not session.transport.is_terminated:
                     await session.transport.terminate()
+                session.cancel_fast("ended")
+                await session.fast_drained()
                 # its calls have ended (a cancelled call waits for its thread); now its instances
                 await anyio.to_thread.run_sync(session.app.bridge.shutdown)
                 session.finished.set()
@@ -128,27 +153,42 @@ class SessionManager:
         finally:
             self._opening -= 1
         self.sessions[session_id] = session
-        status = await self._handle(session, scope, receive, send)
+        status = await self._handle(session, scope, receive, send, opening=True)
         if status is None or status >= 400:  # not an initialize that succeeded: nothing was opened
             self.end(session)
 
-    async def _handle(self, session: HttpSession, scope: Scope, receive: Receive, send: Send) -> int | None:
-        """Let the session's transport answer; returns the HTTP status it answered with.
-        Calls of this request that the client did not stay for are cancelled."""
+    async def _handle(self, session: HttpSession, scope: Scope, receive: Receive, send: Send, *,
+                      opening: bool = False) -> int | None:
+        """Answer a request of the session: a plain call on the fast path, anything else
+        through its transport; returns the HTTP status answered with. Calls of this
+        request that the client did not stay for are cancelled."""
         counted = scope.get("method") != "GET"
         if counted and session.busy >= SESSION_REQUESTS:
             await busy(send, f"This session has {session.busy} requests in flight (the limit is "
                        f"{SESSION_REQUESTS}). Retry when some have answered.", 1)
             return 503
-        pending = _request_ids(scope.get(BODY_KEY))
+        body = scope.get(BODY_KEY)
+        if self.fast and not session.scope.cancel_called:
+            call = httpfast.take(scope, body, session.version)
+            if call is not None and call.ident not in session.fast:
+                return await self._fast(session, call, receive, send)
+            for ident in httpfast.cancelled_ids(body) if session.fast else ():
+                running = session.fast.get(ident)
+                if running is not None:  # the SDK's transport answers the notification (and ignores it)
+                    running.cancel("cancelled")
+        pending = _request_ids(body)
         status: int | None = None
 
         async def watch(message: Message) -> None:
             nonlocal status
             if message.get("type") == "http.response.start":
                 status = int(message.get("status", 0))
-            elif pending and message.get("type") == "http.response.body":
-                pending.difference_update(_answered_ids(message.get("body") or b""))
+            elif message.get("type") == "http.response.body":
+                chunk = message.get("body") or b""
+                if pending:
+                    pending.difference_update(_answered_ids(chunk))
+                if opening and session.answered_version is None:
+                    session.answered_version = _protocol_version(chunk)
             await send(message)
 
         if counted:
@@ -163,6 +203,29 @@ class SessionManager:
             with anyio.CancelScope(shield=True):
                 for request_id in pending:
                     await self._cancel(session, scope, request_id)
+        if status == 202 and session.version is None and body and b"notifications/initialized" in body \
+                and any(isinstance(m, dict) and m.get("method") == "notifications/initialized" for m in _messages(body)):
+            session.version = session.answered_version
+        return status
+
+    async def _fast(self, session: HttpSession, call: httpfast.Call, receive: Receive, send: Send) -> int | None:
+        """A call answered by the fast path (``httpfast.py``), counted as the session's."""
+        running = httpfast.Running()
+        session.fast[call.ident] = running
+        session.busy += 1
+        try:
+            status = await httpfast.answer(session.app, session.id, call, running, receive, send)
+        finally:
+            session.busy -= 1
+            session.last_used = self._clock()
+            del session.fast[call.ident]
+            if not session.fast:
+                session.fast_idle.set()
+        if status is not None:
+            self.fast_answered += 1
+            if self.fast_answered == 1:
+                log.info("tools/call over HTTP answered directly, without the SDK's dispatcher (protocol %s)",
+                         session.version)
         return status
 
     async def _cancel(self, session: HttpSession, scope: Scope, request_id: Any) -> None:
@@ -209,6 +272,19 @@ def _messages(body: Any) -> list[Any]:
     except (TypeError, ValueError, RecursionError):
         return []
     return doc if isinstance(doc, list) else [doc]
+
+
+def _protocol_version(chunk: bytes) -> str | None:
+    """The protocol version an ``initialize`` answer (SSE events, or a JSON body) agreed on."""
+    if b'"protocolVersion"' not in chunk:
+        return None
+    lines = [line[5:].strip() for line in chunk.splitlines() if line.startswith(b"data:")] or [chunk]
+    for line in lines:
+        for message in _messages(line):
+            result = message.get("result") if isinstance(message, dict) else None
+            if isinstance(result, dict) and "serverInfo" in result and isinstance(result.get("protocolVersion"), str):
+                return str(result["protocolVersion"])
+    return None
 
 
 def _request_ids(body: bytes | None) -> set[Any]:

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from game_bridge_mcp.mcp_server.remote import connect
-from http_helpers import INITIALIZE, HttpServer, game_processes, sse_messages, until
+from http_helpers import INITIALIZE, HttpServer, game_processes, answer_messages, until
 from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
 from mcp_harness import data, is_error, text
 
@@ -157,7 +157,7 @@ def test_delete_stops_the_sessions_instances_and_its_id_is_gone(tmp_path: Path, 
         headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "launch_instance", "arguments": {}}}
         status, _h, body = server.request("POST", call, headers=headers)
-        launched = json.loads(sse_messages(body)[-1]["result"]["content"][0]["text"])
+        launched = json.loads(answer_messages(body)[-1]["result"]["content"][0]["text"])
         assert status == 200 and psutil.pid_exists(launched["pid"])
 
         async def other() -> int:  # another session's game must survive this one's end
@@ -240,7 +240,7 @@ def test_bad_input_gets_clear_answers_and_the_server_keeps_serving(tmp_path: Pat
         session = server.open_session()
         status, _h, body = server.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
                                           headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"})
-        assert status == 200 and len(sse_messages(body)[-1]["result"]["tools"]) == 7
+        assert status == 200 and len(answer_messages(body)[-1]["result"]["tools"]) == 7
     finally:
         server.stop()
 
@@ -277,7 +277,7 @@ def test_a_client_that_leaves_mid_call_has_its_call_cancelled(tmp_path: Path, gu
         assert until(lambda: not game_processes(guard), 15), server.stderr()
         assert "cancelling it" in server.stderr()
         status, _h, body = server.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, headers=headers)
-        assert status == 200 and sse_messages(body)  # the session itself carries on
+        assert status == 200 and answer_messages(body)  # the session itself carries on
     finally:
         server.stop()
 

@@ -101,7 +101,12 @@ class HttpServer:
         return session
 
 
-def sse_messages(body: bytes) -> list[Any]:
+def answer_messages(body: bytes) -> list[Any]:
+    """The JSON-RPC messages of a POST's answer: one JSON body (a plain tools/call's) or
+    the events of an SSE stream (the transport may answer either way)."""
+    if body.lstrip()[:1] in (b"{", b"["):
+        doc = json.loads(body)
+        return doc if isinstance(doc, list) else [doc]
     return [json.loads(line[5:]) for line in body.splitlines() if line.startswith(b"data:") and line[5:].strip()]
 
 
@@ -117,4 +122,4 @@ def now() -> float:
     return time.monotonic()
 
 
-__all__ = ["HttpServer", "sse_messages", "game_processes", "until", "now", "os"]
+__all__ = ["HttpServer", "answer_messages", "game_processes", "until", "now", "os"]
