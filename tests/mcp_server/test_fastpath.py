@@ -24,6 +24,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.mcp_server.fastpath import DISABLE_ENV, KNOWN_VERSIONS, FastPath
 from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
+from fast_answers import CALLS, stable
 from peers.fakegame import FakeGame
 
 pytestmark = pytest.mark.timeout(60)
@@ -246,38 +247,6 @@ def stop(raw: Raw) -> str:
         if stream:
             stream.close()
     return stderr
-
-
-CALLS: list[dict[str, Any]] = [
-    {"name": "list_toolsets", "arguments": {}},
-    {"name": "describe_toolset", "arguments": {"name": "play"}},
-    {"name": "describe_toolset", "arguments": {"name": "nope"}},
-    {"name": "call_tool", "arguments": {"name": "get_health", "port": 1}},
-    {"name": "call_tool", "arguments": {"name": "wait_for", "arguments": {"path": "game.never", "equals": 1,
-                                                                             "timeoutMs": 1}}},
-    {"name": "call_tool", "arguments": {"name": 7}},
-    {"name": "list_toolsets", "arguments": {"port": 99999}},
-    {"name": "no_such_tool", "arguments": {}},
-    {"name": "call_tool"},
-    {"name": "call_tool", "arguments": {"name": "raw_command", "arguments": {"command": "drop", "args": {"x": 1}}},
-     "_meta": {"progressToken": "p1"}},
-]
-#: Fields that differ from one run to the next (times, frames, ids).
-VOLATILE = {"frame", "elapsedMs", "polls", "commandId", "lastValue", "score", "events", "port", "simFrame",
-            "completedCommandId", "moving", "eventsNote", "eventsLeftOut"}
-
-
-def stable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [stable(v) for v in value]
-    if isinstance(value, str) and value.startswith("{"):
-        try:
-            return stable(json.loads(value))
-        except ValueError:
-            return value
-    return value
 
 
 @pytest.mark.parametrize("version", sorted(KNOWN_VERSIONS))

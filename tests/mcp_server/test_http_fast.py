@@ -27,10 +27,10 @@ from game_bridge_mcp.mcp_server.fastpath import KNOWN_VERSIONS
 from game_bridge_mcp.mcp_server.httpgate import Gate
 from game_bridge_mcp.mcp_server.remote import connect
 from game_bridge_mcp.mcp_server.sessions import SessionManager
+from fast_answers import CALLS, stable
 from http_helpers import HttpServer, answer_messages
 from launch_helpers import ProcessGuard, guard  # noqa: F401
 from peers.fakegame import FakeGame
-from test_fastpath import CALLS, stable
 
 pytestmark = pytest.mark.timeout(90)
 TOKEN = "t" * 32
