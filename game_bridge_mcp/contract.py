@@ -61,6 +61,13 @@ INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", 
 #: ``view=digest`` keeps these top-level keys whole, and inside ``game`` only the scalar values.
 DIGEST_KEEPS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
 
+# ----------------------------------------------------------------------------- names a game may not use
+
+#: The bridge's own toolset, in the order it is listed: a game's tool of one of these names
+#: is dropped from its manifest, since it would hide the bridge's.
+BRIDGE_TOOLSET = ("get_state", "get_health", "raw_command", "wait_for", "get_screenshot", "advance",
+                  "get_events", "close")
+
 # ----------------------------------------------------------------------------- environment
 
 #: The port a game serves its debug surface on (the kit's ``--debug-port`` otherwise).

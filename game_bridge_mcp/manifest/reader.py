@@ -13,9 +13,8 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-from ..contract import PROTOCOL
+from ..contract import BRIDGE_TOOLSET, PROTOCOL
 from ..errors import BridgeUsageError
-from ..tools import BRIDGE_TOOL_NAMES
 from .sanitise import (ARG_DESCRIPTION_LIMIT, DESCRIPTION_LIMIT, EXAMPLE_LIMIT, FOLDED_DEFAULT_LIMIT,
                        GAME_DESCRIPTION_LIMIT, IDENTITY_LIMIT, NAME_LIMIT, kind_of, one_line, quote_name, sanitise_text)
 from .schema import (MAX_ARGS, MAX_DEFAULT_BYTES, MAX_ENUM, MAX_ITEMS_DEPTH, MAX_SCHEMA_BYTES,
@@ -372,10 +371,10 @@ def _normalise(doc: Any, source: str, reserved_tools: frozenset[str]) -> Manifes
 
 
 def normalise_manifest(doc: Any, *, source: str = "game",
-                       reserved_tools: frozenset[str] = BRIDGE_TOOL_NAMES) -> Manifest:
+                       reserved_tools: frozenset[str] = frozenset(BRIDGE_TOOLSET)) -> Manifest:
     """A :class:`Manifest` from a decoded manifest document. Never raises: what cannot be
     used is dropped and the reason kept in ``dropped`` / ``problems``. A game tool named
-    like one of ``reserved_tools`` (by default the bridge toolset, from the tool table) is
+    like one of ``reserved_tools`` (by default the bridge toolset, the contract's names) is
     dropped rather than shadowing it."""
     try:
         return _normalise(doc, source, frozenset(reserved_tools))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from game_bridge_mcp.config import Config
+from game_bridge_mcp.contract import BRIDGE_TOOLSET
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, python_name
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
@@ -41,6 +42,12 @@ def test_every_table_entry_has_a_method_that_takes_exactly_its_arguments() -> No
 def test_tool_names_are_unique_across_the_table() -> None:
     names = [t.name for t in TOOLS + BRIDGE_TOOLS]
     assert len(names) == len(set(names))
+
+
+def test_the_names_a_game_may_not_use_are_the_bridge_toolset() -> None:
+    """The contract reserves the bridge toolset's names (a game's tool of one is dropped):
+    the table's bridge tools, in its order."""
+    assert BRIDGE_TOOLSET == tuple(t.name for t in BRIDGE_TOOLS)
 
 
 async def _surface() -> dict[str, Any]:
