@@ -49,7 +49,9 @@ class GameDriver:
 
     def log(self, lines: int = 50) -> list[str]:
         """The game's captured output (the last ``lines`` lines)."""
-        found = self.bridge.instance_log(port=self.port, lines=lines).get("lines")
+        from .core.tools.instances import instance_log
+
+        found = instance_log(self.bridge, port=self.port, lines=lines).get("lines")
         return [str(x) for x in found] if isinstance(found, list) else []
 
     def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]:

@@ -6,7 +6,7 @@ so a frame costs one confirmed ``step {frames: 1}``. Measured against real demo 
 started here (paused, reaped here), at 60 Hz and 1000 Hz, over HTTP on one kept-alive
 connection:
 
-* **bridge**: ``Bridge.advance`` with ``until: {path: "simFrame", equals: start + N}``
+* **bridge**: the ``advance`` tool's handler (core/tools/clock.py) with ``until: {path: "simFrame", equals: start + N}``
   (so exactly N frames), per frame;
 * **poll floor**: ``/command?cmd=step&frames=1``, ``/health`` polled back to back until
   ``completedCommandId`` reaches it, then one ``/state``: the best a client can do
@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from game_bridge_mcp.config import Config  # noqa: E402
 from game_bridge_mcp.core.bridge import Bridge  # noqa: E402
+from game_bridge_mcp.core.tools.clock import advance  # noqa: E402
+from game_bridge_mcp.core.tools.state import get_state  # noqa: E402
 
 
 @contextmanager
@@ -97,12 +99,12 @@ def measure(hz: int, frames: int, rounds: int) -> dict[str, Any]:
         raw = Raw(port)
 
         def by_bridge(n: int) -> None:
-            start = bridge.get_state(port=port, summary=True)["simFrame"]
-            answer = bridge.advance(port=port, until={"path": "simFrame", "equals": start + n}, max_frames=n)
+            start = get_state(bridge, port=port, summary=True)["simFrame"]
+            answer = advance(bridge, port=port, until={"path": "simFrame", "equals": start + n}, max_frames=n)
             assert answer["matched"] and answer["framesAdvanced"] == n, answer
 
         def by_steps(n: int) -> None:
-            assert bridge.advance(port=port, frames=n)["framesAdvanced"] == n
+            assert advance(bridge, port=port, frames=n)["framesAdvanced"] == n
 
         ways = {"bridge": by_bridge,
                 "poll floor": lambda n: [raw.poll_step() for _ in range(n)],

@@ -10,14 +10,14 @@ from typing import Any, Callable, Protocol
 
 from .. import polling
 from ..errors import BridgeUsageError
-from ..manifest.reader import Manifest
+from ..manifest.reader import Manifest, args_to_schema
 from ..wire.client import GameClient
 from .digest import summarise
 from .waiting import Until
 
 
 class BridgeCalls(Protocol):
-    """What a composite's context needs of the Bridge (which implements it)."""
+    """What a composite's context needs of the Bridge (core/tools/calls.py lends it)."""
 
     def client(self, port: int) -> GameClient: ...
 
@@ -91,6 +91,18 @@ class CompositeContext:
     def sleep(self, ms: float) -> None:
         """Sleep ``ms`` milliseconds (ended early when the client cancels the call)."""
         polling.sleep(max(0.0, float(ms)) / 1000.0)
+
+
+def suited(composites: Sequence[Composite], manifest: Manifest) -> list[Composite]:
+    """The composites that suit the game whose manifest this is."""
+    name = manifest.game.get("name") if isinstance(manifest.game, Mapping) else None
+    return [c for c in composites if c.suits(name)]
+
+
+def composite_schema(composite: Composite) -> dict[str, Any]:
+    """A composite's input schema, from its manifest-style argument declarations."""
+    schema, _problems = args_to_schema(composite.args, reserved_args=frozenset({"port"}))
+    return schema
 
 
 def check_composites(composites: Sequence[Composite], reserved: frozenset[str]) -> tuple[Composite, ...]:

@@ -38,8 +38,10 @@ from .._version import __version__
 from ..core.bridge import Bridge
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..errors import BridgeError
-from ..tools import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, INSTRUCTIONS, TOOL_NAMES, TOOLS, UNTIL, ToolDef
-from ..outputs import FLAT_TOOL_OUTPUT, output_schema
+from ..core.tools.instances import eager_targets
+from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPUT, INSTRUCTIONS, TOOL_NAMES, TOOLS,
+                                UNTIL)
+from ..core.tools.unit import ToolDef
 from . import logs
 
 log = logging.getLogger("game_bridge_mcp")
@@ -67,7 +69,7 @@ EAGER_MAX_REREAD_S = 60.0
 def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
           schema: dict | None = None) -> types.Tool:
     return types.Tool(name=name or defn.name, title=defn.title, description=description or defn.description,
-                      inputSchema=schema or defn.input_schema, outputSchema=output_schema(defn.name),
+                      inputSchema=schema or defn.input_schema, outputSchema=defn.output,
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
@@ -262,7 +264,7 @@ class BridgeServer:
         tools = [_tool(t) for t in BRIDGE_TOOLS]
         mapping: dict[str, tuple[int, str]] = {}
         until: set[str] = set()
-        for port, manifest in self.bridge.eager_targets():
+        for port, manifest in eager_targets(self.bridge):
             game = manifest.game.get("name") or "game"
             for spec in manifest.tools():
                 flat = f"{EAGER_PREFIX}{port}_{spec.name}"[:64]
@@ -307,7 +309,7 @@ class BridgeServer:
         before = set(self._eager_tools)
         for port in sorted({p for p, _ in self._eager_tools.values()}):
             self._reread(port)
-        ports_now = {port for port, _ in self.bridge.eager_targets()}
+        ports_now = {port for port, _ in eager_targets(self.bridge)}
         if ports_now != {p for p, _ in self._eager_tools.values()} or not before:
             self._eager_tool_list()
             if set(self._eager_tools) != before:

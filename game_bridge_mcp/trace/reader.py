@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import BridgeUsageError
 from ..jsonio import decode_json
-from ..tools import tool_def
+from ..core.tools.table import tool_def
 from .format import FORMAT, REPLAYED_TOOLS, VERSION
 
 #: A trace bigger than this is refused rather than read.

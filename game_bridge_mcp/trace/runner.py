@@ -12,7 +12,9 @@ from typing import Any, Callable, Iterable
 from ..config import Config, check_port
 from ..core.bridge import Bridge
 from ..core.digest import summarise
-from ..tools import tool_def
+from ..core.tools.instances import instance_log
+from ..core.tools.state import get_health
+from ..core.tools.table import tool_def
 from ..errors import BridgeError, BridgeUsageError
 from .compare import IgnoreRules
 from .identity import compare_identity, live_identity
@@ -76,7 +78,7 @@ def _last_output(bridge: Bridge, port: int | None) -> str | None:
     if port is None or port not in bridge.launched_ports():
         return None
     try:
-        tail = bridge.instance_log(port=port, lines=15)
+        tail = instance_log(bridge, port=port, lines=15)
     except BridgeError:
         return None
     lines = tail.get("lines") if isinstance(tail, dict) else None
@@ -107,7 +109,7 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
         for was, now in mapping.items():
             current = live_identity(bridge, now)
             if current is None:
-                bridge.get_health(port=now)  # raises the GameOffline / NotAGameSurface that says why
+                get_health(bridge, port=now)  # raises the GameOffline / NotAGameSurface that says why
                 raise BridgeUsageError(f"The game on port {now} answers /health but not /tools, so it "
                                        "cannot be told apart from another game.", port=now)
             identities[now] = current

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from game_bridge_mcp.errors import ERROR_TYPES
-from game_bridge_mcp.tools import BRIDGE_TOOLS, TOOLS
+from game_bridge_mcp.core.tools.table import BRIDGE_TOOLS, TOOLS
 from peers.fakegame import FakeGame
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,6 +19,7 @@ import pytest
 
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.core.tools.instances import list_instances
 from game_bridge_mcp.discovery.report import discover
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.launch import parent, procs
@@ -136,11 +137,11 @@ def test_list_instances_never_calls_a_strangers_listener_launched(tmp_path: Path
     launcher = launchers(write_declaration(tmp_path, shell=True, suffix="; sleep 600"))
     port = launcher.launch()["port"]
     bridge = Bridge(launcher.config, launcher=launcher)
-    (mine,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+    (mine,) = [r for r in list_instances(bridge, range=str(port))["live"] if r["port"] == port]
     assert mine["launchedByThisBridge"] is True
     kill_the_game_leave_the_shell(launcher, port)
     with FakeGame(port=port):
-        (record,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+        (record,) = [r for r in list_instances(bridge, range=str(port))["live"] if r["port"] == port]
         assert record["launchedByThisBridge"] is False
         assert "not part of it" in record["launchNote"]
         assert record.get("pid") != launcher.info(port)["pid"]  # type: ignore[index]
@@ -178,7 +179,7 @@ def test_a_registry_entry_never_overrides_what_the_launcher_knows(tmp_path: Path
         "name": "Planted", "port": port, "pid": os.getpid(), "host": "127.0.0.1",
         "cwd": "/planted", "started": "2001-01-01T00:00:00Z", "protocol": 1}))
     bridge = Bridge(launcher.config, launcher=launcher)
-    (record,) = [r for r in bridge.list_instances(range=str(port))["live"] if r["port"] == port]
+    (record,) = [r for r in list_instances(bridge, range=str(port))["live"] if r["port"] == port]
     assert record["pid"] == launched["pid"] and record["cwd"] == launched["cwd"]
     assert record["started"] != "2001-01-01T00:00:00Z" and record["launchedByThisBridge"] is True
 

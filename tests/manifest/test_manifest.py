@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.tools import BRIDGE_TOOL_NAMES
+from game_bridge_mcp.core.tools.table import BRIDGE_TOOL_NAMES
 from game_bridge_mcp.manifest.reader import (
     DEFAULT_PASSTHROUGH,
     MANIFEST_PROTOCOL,

@@ -17,9 +17,14 @@ from jsonschema import Draft202012Validator
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server.adapter import TOO_DEEP, BridgeServer
-from game_bridge_mcp.outputs import (ADVANCE_ANSWER, CLOSE_ANSWER, COMMAND_ANSWER, DEFS, EVENTS_ANSWER,
-                                     FLAT_TOOL_OUTPUT, HEALTH_ANSWER, OUTPUTS, SCREENSHOT_ANSWER, STATE_DIGEST,
-                                     WAIT_ANSWER)
+from game_bridge_mcp.core.tools.calls import COMMAND_ANSWER
+from game_bridge_mcp.core.tools.clock import ADVANCE_ANSWER
+from game_bridge_mcp.core.tools.events import EVENTS_ANSWER
+from game_bridge_mcp.core.tools.instances import CLOSE_ANSWER
+from game_bridge_mcp.core.tools.screenshots import SCREENSHOT_ANSWER
+from game_bridge_mcp.core.tools.shapes import DEFS
+from game_bridge_mcp.core.tools.state import HEALTH_ANSWER, STATE_DIGEST, WAIT_ANSWER
+from game_bridge_mcp.core.tools.table import FLAT_TOOL_OUTPUT, TOOL_NAMES
 from launch_helpers import ProcessGuard, guard  # noqa: F401
 from mcp_harness import connect, dump, is_error, structured, text
 from peers.fakegame import FakeGame
@@ -71,7 +76,7 @@ async def session(app: BridgeServer, body: Any) -> list[str]:
 def test_every_tool_advertises_a_valid_object_schema() -> None:
     with FakeGame() as game:
         async def body(s: Session) -> None:
-            assert set(s.schemas) == set(OUTPUTS)
+            assert set(s.schemas) == TOOL_NAMES
 
         anyio.run(session, BridgeServer(bridge_for(game.port)), body)
         eager = BridgeServer(bridge_for(game.port, eager=True))
@@ -81,7 +86,7 @@ def test_every_tool_advertises_a_valid_object_schema() -> None:
                 return [dump(t) for t in (await client.list_tools()).tools]
 
         tools = anyio.run(eager_tools)
-    assert len(tools) > len(OUTPUTS) + 8  # the seven, the bridge toolset and the game's flat tools
+    assert len(tools) > len(TOOL_NAMES) + 8  # the seven, the bridge toolset and the game's flat tools
     for tool in tools:
         schema = tool.get("outputSchema")
         assert isinstance(schema, dict) and schema.get("type") == "object", tool["name"]

@@ -17,7 +17,9 @@ from typing import Any
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.contract import BRIDGE_TOOLSET
 from game_bridge_mcp.core.bridge import Bridge
-from game_bridge_mcp.tools import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS, python_name
+from game_bridge_mcp.core.tools.table import BRIDGE_TOOLS, INSTRUCTIONS, TOOLS
+from game_bridge_mcp.core.tools.toolsets import describe_toolset
+from game_bridge_mcp.core.tools.unit import python_name
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from mcp_harness import connect, dump, run
 from peers.fakegame import FakeGame
@@ -25,18 +27,21 @@ from peers.fakegame import FakeGame
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "surface.json"
 
 
-def test_every_table_entry_has_a_method_that_takes_exactly_its_arguments() -> None:
+def test_every_table_entry_has_a_handler_that_takes_exactly_its_arguments() -> None:
     for tool in TOOLS + BRIDGE_TOOLS:
-        method = getattr(Bridge, tool.method, None)
-        assert callable(method), f"{tool.name}: the table names Bridge.{tool.method}, which does not exist"
-        params = {name for name, p in inspect.signature(method).parameters.items()
-                  if name != "self" and p.kind is inspect.Parameter.KEYWORD_ONLY}
+        handler = tool.handler
+        assert callable(handler), f"{tool.name}: its handler is not callable"
+        signature = inspect.signature(handler)
+        first = next(iter(signature.parameters.values()))
+        assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, f"{tool.name}: the handler takes the Bridge first"
+        params = {name for name, p in signature.parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert len(signature.parameters) == len(params) + 1, f"{tool.name}: the handler takes only keywords after the Bridge"
         declared = {python_name(arg) for arg in tool.input_schema.get("properties", {})}
         expected = declared | ({"progress"} if tool.progress else set())
-        assert params == expected, f"{tool.name}: Bridge.{tool.method} takes {sorted(params)}, the table gives {sorted(expected)}"
+        assert params == expected, f"{tool.name}: {handler.__name__} takes {sorted(params)}, the table gives {sorted(expected)}"
         for arg in tool.input_schema.get("required", []):
-            assert inspect.signature(method).parameters[python_name(arg)].default is inspect.Parameter.empty, \
-                f"{tool.name}: '{arg}' is required by the schema but has a default in the method"
+            assert signature.parameters[python_name(arg)].default is inspect.Parameter.empty, \
+                f"{tool.name}: '{arg}' is required by the schema but has a default in the handler"
 
 
 def test_tool_names_are_unique_across_the_table() -> None:
@@ -62,7 +67,7 @@ async def _surface() -> dict[str, Any]:
         # Flat game tools carry the port, which differs run to run.
         out["tools/list --eager (bridge part)"] = [t for t in listed if not t["name"].startswith(f"p{game.port}_")]
         bridge = Bridge(Config(port=game.port, environ={}))
-        toolset = bridge.describe_toolset(name="bridge")
+        toolset = describe_toolset(bridge, name="bridge")
         toolset.pop("port", None)
         out["describe_toolset bridge"] = toolset
     return out

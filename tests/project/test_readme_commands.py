@@ -171,7 +171,7 @@ def test_every_option_of_every_command_is_documented() -> None:
 def test_the_readmes_tools_are_the_tool_table() -> None:
     """The README's table of tools and its list of the bridge toolset are the code's, with
     every argument (optional ones marked ``?``), in the table's order."""
-    from game_bridge_mcp.tools import BRIDGE_TOOLS, TOOLS
+    from game_bridge_mcp.core.tools.table import BRIDGE_TOOLS, TOOLS
 
     tools = section(README, "The tools")
     rows = [line.split("|")[1:3] for line in tools.splitlines() if line.startswith("| `")]

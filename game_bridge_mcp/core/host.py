@@ -1,0 +1,83 @@
+"""What the tools and the command path are given of the Bridge: the :class:`Host` it is to
+them, and the :class:`Instance` record it keeps for each port.
+
+The Bridge owns this state; a tool's handler reaches it only through the Host's members,
+so the tools never import the Bridge and the Bridge dispatches to them through the table.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TypeVar
+
+from ..config import Config
+from ..manifest.choose import RecentMisses
+from ..manifest.reader import Manifest
+from ..wire.client import GameClient
+from ..wire.transport import Opener
+from .composites import Composite
+from .pending import PendingCommands
+from .screenshot import Screenshots
+from .tools.unit import ToolDef
+
+T = TypeVar("T")
+
+#: A progress callback: (elapsed ms, total ms or None, a line to show).
+Progress = Callable[[float, float | None, str], None]
+
+
+@dataclass
+class Instance:
+    """What the bridge keeps about one port. What is known about the game's answers (its
+    frames, what /health carries, restarts) is the GameClient's; the Bridge keeps the
+    manifest it read, for the client's generation it was read in."""
+
+    client: GameClient
+    command_lock: threading.Lock = field(default_factory=threading.Lock)
+    manifest: Manifest | None = None
+    manifest_generation: int = -1
+    manifest_key: str | None = None
+    #: Names missing from the manifest after a re-fetch: not re-fetched again for a moment.
+    misses: RecentMisses = field(default_factory=RecentMisses)
+    #: Commands answered as pending, waiting for the game's clock (core/pending.py).
+    pending: PendingCommands = field(default_factory=PendingCommands)
+
+
+class Host(Protocol):
+    """The Bridge, as a tool's handler sees it."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def screenshots(self) -> Screenshots: ...
+
+    @property
+    def composites(self) -> tuple[Composite, ...]: ...
+
+    @property
+    def opener(self) -> Opener | None: ...
+
+    @property
+    def toolset(self) -> tuple[ToolDef, ...]: ...
+
+    def instance(self, port: int) -> Instance: ...
+
+    def client(self, port: int) -> GameClient: ...
+
+    def resolve_port(self, port: Any) -> int: ...
+
+    def guarded(self, port: int, fn: Callable[[], T]) -> T: ...
+
+    def forget(self, port: int) -> None: ...
+
+    def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest: ...
+
+    def refetch_for(self, port: int, name: str, look: Callable[[Manifest], Any]) -> Any: ...
+
+    def launcher(self, *, create: bool = True) -> Any: ...
+
+    def launched_ports(self) -> list[int]: ...
+
+
