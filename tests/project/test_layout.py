@@ -26,6 +26,11 @@ LAYERS: dict[str, float] = {
 }
 #: What the game kit may import besides itself: a game needs no HTTP client or bridge.
 GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version"}
+#: The tools' families (core/tools/): each a module of tool units, standing alone.
+TOOLS = f"{ROOT}.core.tools"
+FAMILIES = {f"{TOOLS}.{name}" for name in ("instances", "toolsets", "calls", "state", "clock", "events", "screenshots")}
+#: What the families share: the unit and its argument checks, the answer shapes, the command path.
+TOOLS_SHARED = {f"{TOOLS}.unit", f"{TOOLS}.shapes", f"{TOOLS}.commands"}
 #: The package's front doors, which re-export public names lazily from everywhere.
 FACADES = {f"{ROOT}.__init__", f"{ROOT}.__main__"}
 
@@ -168,6 +173,38 @@ def test_no_module_imports_another_modules_private_names() -> None:
                         continue  # a private module of this box (game/_args.py), not a private name
                     bad.append(f"{module}:{line} imports {name} from {target}")
     assert not bad, "\n".join(bad)
+
+
+def test_each_tool_family_stands_alone() -> None:
+    """A tool is one unit in its family's module: a family imports no other family and not
+    the table, nothing under core/tools/ imports the Bridge (a handler is given it as a
+    Host), and of the rest of core/ only the Bridge (the table) and host.py (the unit's
+    type) import the tools."""
+    found = imports()
+    modules = {m[: -len(".__init__")] if m.endswith(".__init__") else m for m in found}
+    assert FAMILIES | TOOLS_SHARED | {f"{TOOLS}.table"} <= modules, "core/tools/ lost a module this test names"
+    assert {m for m in modules if m.startswith(TOOLS + ".")} == FAMILIES | TOOLS_SHARED | {f"{TOOLS}.table"}, \
+        "a module under core/tools/ this test does not know: a family goes in FAMILIES, shared code in TOOLS_SHARED"
+    bad = []
+    for module, entries in found.items():
+        for target, line, _names in entries:
+            if module in FAMILIES and (target in FAMILIES - {module} or target == f"{TOOLS}.table"):
+                bad.append(f"{module}:{line} imports {target} (a family stands alone)")
+            if module.startswith(TOOLS + ".") and target == f"{ROOT}.core.bridge":
+                bad.append(f"{module}:{line} imports {target} (a tool sees the Bridge as a Host)")
+            outside = box_of(module) == "core" and not module.startswith(TOOLS + ".")
+            if outside and target.startswith(TOOLS + ".") and (module, target) not in {
+                    (f"{ROOT}.core.bridge", f"{TOOLS}.table"), (f"{ROOT}.core.bridge", f"{TOOLS}.unit"),
+                    (f"{ROOT}.core.host", f"{TOOLS}.unit")}:
+                bad.append(f"{module}:{line} imports {target} (core reaches the tools through the table)")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_tool_is_defined_in_a_family() -> None:
+    from game_bridge_mcp.core.tools.table import BRIDGE_TOOLS, TOOLS as ADVERTISED
+
+    for tool in ADVERTISED + BRIDGE_TOOLS:
+        assert tool.handler.__module__ in FAMILIES, f"{tool.name}: served from {tool.handler.__module__}, not a family"
 
 
 def test_no_box_holds_more_than_about_a_dozen_modules() -> None:
