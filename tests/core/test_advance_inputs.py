@@ -16,6 +16,8 @@ import pytest
 
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
+from game_bridge_mcp.core.tools.calls import call_tool
+from game_bridge_mcp.core.tools.state import get_state
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from launch_helpers import ProcessGuard, guard  # noqa: F401
@@ -32,7 +34,7 @@ def bridge_for(port: int) -> Bridge:
 
 
 def advance(bridge: Bridge, port: int, **arguments: Any) -> dict[str, Any]:
-    return bridge.call_tool(name="advance", arguments=arguments, port=port)
+    return call_tool(bridge, name="advance", arguments=arguments, port=port)
 
 
 @pytest.mark.parametrize("arguments, needle", [
@@ -53,18 +55,18 @@ def advance(bridge: Bridge, port: int, **arguments: Any) -> dict[str, Any]:
 def test_bad_inputs_are_refused_before_any_frame_runs(arguments: dict[str, Any], needle: str) -> None:
     with HandmadeGame(hz=500, start_paused=True) as game:
         bridge = bridge_for(game.port)
-        before = bridge.get_state(port=game.port, summary=True)["simFrame"]
+        before = get_state(bridge, port=game.port, summary=True)["simFrame"]
         with pytest.raises(BridgeUsageError) as info:
             advance(bridge, game.port, **arguments)
         assert needle in info.value.render(), info.value.render()
-        assert bridge.get_state(port=game.port, summary=True)["simFrame"] == before
+        assert get_state(bridge, port=game.port, summary=True)["simFrame"] == before
         assert game.snapshot()["game"]["lastInput"] is None  # nothing was sent
 
 
 def test_the_hand_made_game_gets_each_input_and_exactly_the_frames() -> None:
     with HandmadeGame(hz=500, start_paused=True) as game:
         bridge = bridge_for(game.port)
-        before = bridge.get_state(port=game.port, summary=True)["simFrame"]
+        before = get_state(bridge, port=game.port, summary=True)["simFrame"]
         answer = advance(bridge, game.port, frames=12, inputs=[
             {"at": 0, "key": "right", "action": "down"}, {"at": 4, "mouse": {"x": 3, "y": 4}},
             {"at": 4, "key": "space"}, {"at": 9, "text": "hi"}])
