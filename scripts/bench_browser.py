@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """What the browser wrapper costs a web game, and how quickly an agent can drive one.
 
-Each figure beside its floor, measured in the same run on the same Chromium:
+Each figure beside its floor on the same Chromium, in alternating rounds of one run
+(launches one by one; screenshots and steps call by call, the wrapper and the floor's
+browser both open), so what the machine's load does to a round falls on both: each
+figure's medians, the median of the round-by-round differences and the ratio:
 
 * **launch to ready**: spawning ``python -m game_bridge_mcp.game.browser PAGE`` until
   ``/health`` answers, against a Python process with the library alone launching the
@@ -47,16 +50,18 @@ ROOT = Path(__file__).resolve().parents[1]
 MARK = "GB_BROWSER_BENCH"
 PAGE = """<!doctype html><html><head><title>Bench</title></head><body style="margin:0">
 <canvas id="c" width="640" height="480"></canvas><script>
-let frames = 0;
+let frames = 0, running = true;
 const g = document.getElementById('c').getContext('2d');
 function frame(t) {
   frames++;
   g.fillStyle = '#123'; g.fillRect(0, 0, 640, 480);
   for (let i = 0; i < 50; i++) { g.fillStyle = `hsl(${(i * 7 + frames) % 360},70%,50%)`;
     g.fillRect((i * 37 + frames * 3) % 640, (i * 53) % 480, 20, 20); }
-  requestAnimationFrame(frame);
+  if (running) requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
+// the floor's tab holds its page still while the wrapper's is paused, and lets it run for its fps
+window.benchHold = (hold) => { const was = running; running = !hold; if (running && !was) requestAnimationFrame(frame); };
 window.gameBridge = { state: () => ({ game: { frames } }) };
 </script></body></html>
 """
@@ -168,52 +173,51 @@ with sync_playwright() as p:
 """
 
 
-def floors(page: Path, browser: str, rounds: int) -> dict[str, Any]:
-    """The library alone: launch + goto, a bare screenshot, an evaluate, the page's fps."""
-    from playwright.sync_api import sync_playwright
+def floor_launch(browser: str, url: str) -> float:
+    """The launch floor once: a process of its own, as the wrapper is (Python, the
+    library's driver, the browser), in which the library launches the browser and loads
+    the page; seconds until it says so."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR_LAUNCH, browser, url], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline()
+    took = time.perf_counter() - started
+    assert line.strip() == "ready", line
+    proc.stdin.close()
+    proc.wait(30)
+    proc.stdout.close()
+    return took
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(page.parent)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
-    launches, shots, evals = [], [], []
-    fps = 0.0
-    try:
-        for _ in range(rounds):  # a process of its own, as the wrapper is: Python, the driver, the browser
-            started = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-c", FLOOR_LAUNCH, browser, url], stdout=subprocess.PIPE,
-                                    stdin=subprocess.PIPE, text=True)
-            assert proc.stdout is not None and proc.stdin is not None
-            line = proc.stdout.readline()
-            launches.append(time.perf_counter() - started)
-            assert line.strip() == "ready", line
-            proc.stdin.close()
-            proc.wait(30)
-            proc.stdout.close()
-        with sync_playwright() as p:
-            for index in range(1):
-                chromium = p.chromium.launch(executable_path=browser, headless=True,
-                                             chromium_sandbox=os.geteuid() != 0)
-                tab = chromium.new_context(viewport={"width": 800, "height": 600}).new_page()
-                tab.goto(url, wait_until="load")
-                if index == 0:
-                    cdp = tab.context.new_cdp_session(tab)
-                    for _ in range(rounds * 10):
-                        t = time.perf_counter()
-                        cdp.send("Page.captureScreenshot", {"format": "png", "clip": {
-                            "x": 0, "y": 0, "width": 800, "height": 600, "scale": 0.96}})
-                        shots.append(time.perf_counter() - t)
-                    for _ in range(rounds * 20):
-                        t = time.perf_counter()
-                        tab.evaluate("1")
-                        evals.append(time.perf_counter() - t)
-                    before = tab.evaluate("frames")
-                    t = time.perf_counter()
-                    tab.wait_for_timeout(2000)
-                    fps = (tab.evaluate("frames") - before) / (time.perf_counter() - t)
-                chromium.close()
-    finally:
-        server.shutdown()
-    return {"launch": launches, "shot": shots, "eval": evals, "fps": fps}
+
+class FloorPage:
+    """The same page in a browser the library drives from this process: a bare
+    ``Page.captureScreenshot`` and a ``page.evaluate`` round trip, the floors."""
+
+    def __init__(self, playwright: Any, browser: str, url: str) -> None:
+        self.chromium = playwright.chromium.launch(executable_path=browser, headless=True,
+                                                   chromium_sandbox=os.geteuid() != 0)
+        self.tab = self.chromium.new_context(viewport={"width": 800, "height": 600}).new_page()
+        self.tab.goto(url, wait_until="load")
+        self.cdp = self.tab.context.new_cdp_session(self.tab)
+        self.tab.evaluate("benchHold(true)")  # still, as the wrapper's paused page is
+
+    def shot(self) -> None:
+        self.cdp.send("Page.captureScreenshot", {"format": "png", "clip": {
+            "x": 0, "y": 0, "width": 800, "height": 600, "scale": 0.96}})
+
+    def evaluate(self) -> None:
+        self.tab.evaluate("1")
+
+    def fps(self, seconds: float) -> float:
+        self.tab.evaluate("benchHold(false)")
+        before = self.tab.evaluate("frames")
+        started = time.perf_counter()
+        self.tab.wait_for_timeout(seconds * 1000)
+        return float((self.tab.evaluate("frames") - before) / (time.perf_counter() - started))
+
+    def close(self) -> None:
+        self.chromium.close()
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -221,7 +225,29 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def timed(action: Any) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def row(figure: str, wrapper: list[float], floor: list[float], floor_is: str, *, scale: float,
+        digits: int) -> dict[str, Any]:
+    """A figure: the wrapper's and the floor's samples (taken in alternating rounds), the
+    median of their round-by-round differences, and the ratio of their medians."""
+    out: dict[str, Any] = {"figure": figure, "wrapper": benchkit.summary(wrapper, scale=scale, digits=digits),
+                           "floor": benchkit.summary(floor, scale=scale, digits=digits), "floorIs": floor_is,
+                           "over": benchkit.paired(wrapper, floor, scale=scale, digits=digits)}
+    out["ratio"] = round(benchkit.median(wrapper) / benchkit.median(floor), 2) if benchkit.median(floor) else None
+    return out
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure and its floor in alternating rounds of one run, so what the machine's
+    load does to a round falls on both: launches alternate one by one; screenshots and
+    steps alternate call by call with the wrapper and the floor's browser both open."""
+    from playwright.sync_api import sync_playwright
+
     browser = args.browser or shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SystemExit("no chromium on PATH: apt-get install chromium, or --browser PATH")
@@ -232,52 +258,57 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
            "PYTHONPATH": str(ROOT)}
     page = scratch / "bench.html"
     page.write_text(PAGE, encoding="utf-8")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(page.parent)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
     report: dict[str, Any] = {"machine": benchkit.machine()}
+    wrapper: Wrapper | None = None
     try:
-        floor = floors(page, browser, rounds)
-        readies, shots, steps, healths = [], [], [], []
-        fps = 0.0
-        mem: dict[str, float] = {}
-        for index in range(rounds):
+        readies, floor_launches = [], []
+        for index in range(rounds):  # the last wrapper stays open for the rest
+            floor_launches.append(floor_launch(browser, url))
+            if wrapper is not None:
+                wrapper.close()
             wrapper = Wrapper(page, env, browser)
             readies.append(wrapper.ready_s)
+        live = wrapper
+        shots: tuple[list[float], list[float]] = ([], [])
+        steps: tuple[list[float], list[float]] = ([], [])
+        with sync_playwright() as playwright:
+            floor = FloorPage(playwright, browser, url)
             try:
-                if index == 0:
-                    wrapper.run("cmd=step&frames=2")
-                    for _ in range(rounds * 10):
-                        t = time.perf_counter()
-                        status, _headers, _body = get(wrapper.port, "/screenshot")
-                        shots.append(time.perf_counter() - t)
-                        assert status == 200
-                    for _ in range(rounds * 20):
-                        t = time.perf_counter()
-                        wrapper.run("cmd=step&frames=1")
-                        steps.append(time.perf_counter() - t)
-                        t = time.perf_counter()
-                        get(wrapper.port, "/health")
-                        get(wrapper.port, "/health")
-                        healths.append(time.perf_counter() - t)
-                    mem = memory(token)
-                    wrapper.run("cmd=resume")
-                    before = doc(wrapper.port, "/state")["game"]["frames"]
-                    t = time.perf_counter()
-                    time.sleep(3.0 if not args.quick else 2.0)  # the page runs on its own meanwhile
-                    fps = (doc(wrapper.port, "/state")["game"]["frames"] - before) / (time.perf_counter() - t)
-            finally:
+                live.run("cmd=step&frames=2")
+                port = live.port
+                for _ in range(rounds * 10):
+                    shots[0].append(timed(lambda: get(port, "/screenshot")))
+                    shots[1].append(timed(floor.shot))
+                for _ in range(rounds * 20):
+                    steps[0].append(timed(lambda: live.run("cmd=step&frames=1")))
+                    steps[1].append(timed(lambda: (get(port, "/health"), get(port, "/health"), floor.evaluate())))
+                mem = memory(token)
+                live.run("cmd=resume")
+                before = doc(port, "/state")["game"]["frames"]
+                started = time.perf_counter()
+                time.sleep(2.0 if args.quick else 3.0)  # the page runs on its own meanwhile
+                fps = (doc(port, "/state")["game"]["frames"] - before) / (time.perf_counter() - started)
                 wrapper.close()
-        step_floor = [h + e for h, e in zip(healths, floor["eval"])]
-        rows = [
-            {"figure": "launch to ready (s)", "wrapper": benchkit.summary(readies, digits=2),
-             "floor": benchkit.summary(floor["launch"], digits=2), "floorIs": "a process: the library launches, goto"},
-            {"figure": "screenshot, 800x600 page at 768 (ms)", "wrapper": benchkit.summary(shots, scale=1000, digits=1),
-             "floor": benchkit.summary(floor["shot"], scale=1000, digits=1), "floorIs": "bare Page.captureScreenshot"},
-            {"figure": "step {frames: 1} (ms)", "wrapper": benchkit.summary(steps, scale=1000, digits=2),
-             "floor": benchkit.summary(step_floor, scale=1000, digits=2), "floorIs": "two kit round trips + page.evaluate"},
+                wrapper = None
+                plain_fps = floor.fps(2.0)
+            finally:
+                floor.close()
+        report["rows"] = [
+            row("launch to ready (s)", readies, floor_launches, "a process: the library launches, goto",
+                scale=1, digits=2),
+            row("screenshot, 800x600 page at 768 (ms)", *shots, "bare Page.captureScreenshot", scale=1000, digits=1),
+            row("step {frames: 1} (ms)", *steps, "two kit round trips + page.evaluate", scale=1000, digits=2),
         ]
-        report["rows"] = rows
-        report["fps"] = {"wrapped": round(fps, 1), "plain": round(floor["fps"], 1)}
+        report["fps"] = {"wrapped": round(fps, 1), "plain": round(plain_fps, 1)}
         report["memory"] = mem
+        report["loadAfter"] = benchkit.load_average()
     finally:
+        if wrapper is not None:
+            wrapper.close()
+        server.shutdown()
         for proc in marked(token):  # whatever is left (nothing, when the wrappers closed)
             try:
                 proc.kill()
@@ -298,12 +329,11 @@ def main() -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"machine: {report['machine']}")
-    print(f"{'figure':40} {'wrapper median (p95)':>22} {'floor median (p95)':>20} ratio  floor")
-    for row in report["rows"]:
-        w, f = row["wrapper"], row["floor"]
-        ratio = w["median"] / f["median"] if f["median"] else float("nan")
-        print(f"{row['figure']:40} {w['median']:>12} ({w['p95']}) {f['median']:>12} ({f['p95']}) "
-              f"{ratio:5.2f}x  {row['floorIs']}")
+    print(f"{'figure':40} {'wrapper median (p95)':>22} {'floor median (p95)':>20} {'over, paired':>13} ratio  floor")
+    for entry in report["rows"]:
+        w, f = entry["wrapper"], entry["floor"]
+        print(f"{entry['figure']:40} {w['median']:>12} ({w['p95']}) {f['median']:>12} ({f['p95']}) "
+              f"{entry['over']['median']:>+13} {entry['ratio']:5.2f}x  {entry['floorIs']}")
     fps = report["fps"]
     print(f"page fps unpaused: {fps['wrapped']} through the wrapper, {fps['plain']} without it")
     mem = report["memory"]

@@ -42,6 +42,8 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "pygame": ("bench_pygame.py", ("--quick",), "the pygame wrapper's cost a frame"),
     "http": ("bench_http.py", ("--calls", "20", "--sessions", "4"), "--http against stdio: a confirmed call, "
              "8 sessions against 8 games, memory per idle session"),
+    "browser": ("bench_browser.py", ("--quick",), "the browser wrapper's launch, screenshot and one-frame step "
+                "against the library driving the same page; fps; memory"),
 }
 
 

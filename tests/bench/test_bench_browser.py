@@ -27,6 +27,7 @@ def test_quick_mode_reports_every_figure_and_leaves_nothing_behind(tmp_path: Pat
     assert set(figures) == {"launch to ready (s)", "screenshot, 800x600 page at 768 (ms)", "step {frames: 1} (ms)"}
     for row in figures.values():
         assert row["wrapper"]["median"] > 0 and row["floor"]["median"] > 0 and row["wrapper"]["n"] >= 2
+        assert row["over"]["n"] == row["wrapper"]["n"] == row["floor"]["n"] and row["ratio"] > 0  # paired rounds
     assert report["fps"]["wrapped"] > 0 and report["fps"]["plain"] > 0
     assert all(report["memory"][key] > 0 for key in ("browserMiB", "driverMiB", "wrapperMiB")), report["memory"]
     assert leftovers == []

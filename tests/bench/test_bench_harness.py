@@ -43,7 +43,7 @@ def test_the_statistics_are_computed_one_way() -> None:
 
 def test_the_runner_runs_scenarios_by_name_with_one_machine_description() -> None:
     listed, _ = run_script("run_bench.py", "--list")
-    assert listed.returncode == 0 and "confirm" in listed.stdout and "discovery" in listed.stdout
+    assert listed.returncode == 0 and all(name in listed.stdout for name in ("confirm", "discovery", "http", "browser"))
     run, leftovers = run_script("run_bench.py", "--quick", "discovery", "decode", timeout=190)
     assert run.returncode == 0, run.stderr[-3000:]
     assert leftovers == []
