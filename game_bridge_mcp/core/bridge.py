@@ -80,9 +80,9 @@ class Bridge:
 
     def new_session(self, ports: Iterable[int]) -> None:
         """Answer about ``ports`` from here on as a freshly started bridge would (see
-        GameClient.new_session): a replay meeting a trace's next recording session."""
+        Shown.new_session): a replay meeting a trace's next recording session."""
         for port in ports:
-            self.client(port).new_session()
+            self.instance(port).shown.new_session()
 
     def resolve_port(self, port: Any) -> int:
         """The documented port order (docs/cli.md), with one step before 7777: the one instance this bridge

@@ -17,7 +17,7 @@ from ..jsonio import as_int
 from ..wire.client import GameClient
 from .digest import get_path
 from . import inputs as timed_inputs
-from .events import answer_digest
+from .events import Shown, answer_digest
 from .outcome import command_outcome
 from .waiting import Condition
 
@@ -63,8 +63,10 @@ def until_shape(condition: Condition) -> str:
 class Advance:
     """One ``advance`` call on one port (the caller holds the port's command lock)."""
 
-    def __init__(self, client: GameClient, *, timeout_ms: int, behind: int | None = None) -> None:
+    def __init__(self, client: GameClient, shown: Shown, *, timeout_ms: int, behind: int | None = None) -> None:
         self.client = client
+        #: What the agent has been shown of the instance (its events cursor).
+        self.shown = shown
         #: The newest command waiting for the clock (answered as pending), whose completion
         #: a step's waits for; None when none waits.
         self.behind = behind
@@ -182,7 +184,7 @@ class Advance:
         if done.ok is False:
             raise CommandFailed(self.port, "advance", done.reason or "", command="step",
                                 command_id=as_int(outcome.get("commandId")),
-                                after=answer_digest(self.client, state))
+                                after=answer_digest(self.shown, self.client, state))
         if self.client.generation != generation:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} restarted during advance ({self._where(before)}): frame went "
@@ -259,7 +261,7 @@ class Advance:
 
     def answer(self, state: Mapping[str, Any], *, matched: bool, **condition: Any) -> dict[str, Any]:
         self.last_state = dict(state)
-        digest = answer_digest(self.client, state)  # the whole digest; each event once
+        digest = answer_digest(self.shown, self.client, state)  # the whole digest; each event once
         result: dict[str, Any] = {"port": self.port, "tool": "advance", "matched": matched,
                                   "framesAdvanced": self.advanced, **condition, **digest}
         if self.notes:

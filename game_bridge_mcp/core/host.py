@@ -17,6 +17,7 @@ from ..manifest.reader import Manifest
 from ..wire.client import GameClient
 from ..wire.transport import Opener
 from .composites import Composite
+from .events import Shown
 from .pending import PendingCommands
 from .screenshot import Screenshots
 from .tools.unit import ToolDef
@@ -31,7 +32,8 @@ Progress = Callable[[float, float | None, str], None]
 class Instance:
     """What the bridge keeps about one port. What is known about the game's answers (its
     frames, what /health carries, restarts) is the GameClient's; the Bridge keeps the
-    manifest it read, for the client's generation it was read in."""
+    manifest it read, for the client's generation it was read in, and what the agent has
+    been shown."""
 
     client: GameClient
     command_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -42,6 +44,8 @@ class Instance:
     misses: RecentMisses = field(default_factory=RecentMisses)
     #: Commands answered as pending, waiting for the game's clock (core/pending.py).
     pending: PendingCommands = field(default_factory=PendingCommands)
+    #: What the agent has been shown of it: the events cursor (core/events.py).
+    shown: Shown = field(default_factory=Shown)
 
 
 class Host(Protocol):

@@ -22,7 +22,7 @@ from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSurface,
                       ScreenshotUnavailable)
 from .confirm import Confirmer
-from .events import EventsCursor, Page, read_page
+from .events import Page, read_page
 from .frames import FrameClock
 from .known import Known, counter
 from .images import (SCREENSHOT_MAX_BYTES, ImageProblem, Screenshot, game_reason, inspect_image, parse_frame,
@@ -109,7 +109,6 @@ class GameClient:
         self.generation = 0
         #: What this generation's answers taught (wire/known.py); reset on a restart.
         self.known = Known(self.port)
-        self._relearn()
         #: Kept-alive connections to the game, reused by every request and every thread
         #: (the default transport only; an injected opener is used as it is).
         self._session = KeepAliveSession(max_idle_s=KEEP_IDLE_S) if self._open is loopback_opener else None
@@ -123,25 +122,11 @@ class GameClient:
                                    clock=clock, sleep=sleep)
 
     # ----------------------------------------------------------------- what is known
-    def _relearn(self, *, restarted: bool = False) -> None:
-        """Forget what was learned about the game's answers (its frame clock aside).
-        ``restarted``: another process answers (or may answer) on the port now."""
-        old_events: EventsCursor | None = getattr(self, "events", None)
-        #: The events cursor (wire/events.py): the newest event reported to the agent.
-        self.events = EventsCursor(after_restart=restarted and old_events is not None and old_events.seq is not None)
-        self.known.reset()
-
-    def new_session(self) -> None:
-        """Answer as a bridge that never answered about this port would: forget which
-        events were reported (what a replay does when a trace moves on to another
-        recording session). What was learned of the game stays."""
-        self.events = EventsCursor()
-
     def forget(self) -> None:
         """Forget everything learned about the game (it went offline, was stopped, or
         another process may answer on the port next); starts a new generation."""
         self.frames.reset()
-        self._relearn(restarted=True)
+        self.known.reset()
         self.generation += 1
         self.close()  # another process may answer on the port next
 
@@ -203,7 +188,7 @@ class GameClient:
         frame = counter(doc.get("frame"))
         if frame is not None and self.frames.observe(frame, sent, arrived):
             log.info("port %s: frame went back to %s: a new process; forgetting what was learned", self.port, frame)
-            self._relearn(restarted=True)
+            self.known.reset()
             self.generation += 1
         if "completedCommandId" in doc:
             self.known.completed_id = counter(doc.get("completedCommandId"))

@@ -12,9 +12,8 @@ from typing import Any, Iterator
 import anyio
 import pytest
 
-from game_bridge_mcp.core.events import MAX_EVENT_CHARS, MAX_EVENTS_CHARS
+from game_bridge_mcp.core.events import MAX_EVENT_CHARS, MAX_EVENTS_CHARS, SHOWN, EventsCursor, Shown
 from game_bridge_mcp.game import GameBridge
-from game_bridge_mcp.wire.events import SHOWN, EventsCursor
 from kit_helpers import looping
 from loop_helpers import GAMES, MOVE, any_game, app_for, call, error_text, handmade_game, loads
 from mcp_harness import connect, data
@@ -198,7 +197,7 @@ def test_events_are_bounded_in_size_and_count() -> None:
         anyio.run(main)
 
 
-def test_the_cursor_is_the_clients_and_a_new_generation_starts_a_new_one() -> None:
+def test_the_cursor_is_the_instances_and_a_new_generation_starts_a_new_one() -> None:
     cursor = EventsCursor()
     assert cursor.take([{"seq": 1, "m": "a"}, {"seq": 2, "m": "b"}]).events == [{"seq": 1, "m": "a"}, {"seq": 2, "m": "b"}]
     assert cursor.take([{"seq": 1, "m": "a"}, {"seq": 2, "m": "b"}]).events == []
@@ -210,7 +209,12 @@ def test_the_cursor_is_the_clients_and_a_new_generation_starts_a_new_one() -> No
     with handmade_game() as game:
         from game_bridge_mcp.wire.client import GameClient
         client = GameClient(game.port)
-        client.events.take(client.state()["events"] + [{"seq": 9, "m": "x"}])
-        assert client.events.seq == 9
+        shown = Shown()
+        shown.events(client.generation).take(client.state()["events"] + [{"seq": 9, "m": "x"}])
+        assert shown.events(client.generation).seq == 9
         client.forget()
-        assert client.events.seq is None
+        restarted = shown.events(client.generation)
+        assert restarted.seq is None
+        assert "restarted" in (restarted.take([{"seq": 1, "m": "a"}]).note or "")
+        shown.new_session()  # a replay's next recording session: nothing said of a restart
+        assert shown.events(client.generation).take([{"seq": 1, "m": "a"}]).note is None

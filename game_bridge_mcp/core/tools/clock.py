@@ -43,7 +43,8 @@ def advance(bridge: Host, *, port: Any = None, frames: Any = None, until: Any = 
     target = bridge.resolve_port(port)
     inst = bridge.instance(target)
     with inst.command_lock:  # every frame on the connection the client keeps to the game
-        run = clock.Advance(inst.client, timeout_ms=bridge.config.timeout_ms, behind=inst.pending.newest_id)
+        run = clock.Advance(inst.client, inst.shown, timeout_ms=bridge.config.timeout_ms,
+                            behind=inst.pending.newest_id)
         result: dict[str, Any] = bridge.guarded(target, lambda: run.run(frames, until, max_frames, inputs))
         if len(inst.pending) and run.last_state is not None:  # the commands it delivered
             result.update(inst.pending.settle(run.last_state, inst.client.generation))

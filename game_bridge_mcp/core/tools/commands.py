@@ -125,7 +125,8 @@ def close_game(host: Host, port: int, grace_ms: Any = None) -> dict[str, Any]:
 def digest(host: Host, port: int, state: Mapping[str, Any]) -> dict[str, Any]:
     """The whole digest of ``state`` for an answer about ``port``; its events are the
     ones no answer has shown yet (the port's events cursor moves past them)."""
-    return answer_digest(host.client(port), state)
+    inst = host.instance(port)
+    return answer_digest(inst.shown, inst.client, state)
 
 
 def settle(host: Host, port: int, until: Until, *, baseline: Mapping[str, Any] | None,

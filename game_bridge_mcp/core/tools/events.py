@@ -16,8 +16,10 @@ EVENTS_ANSWER = answer("get_events' answer", {
 
 def get_events(bridge: Host, *, since: int | None = None, limit: int | None = None, port: Any = None) -> dict[str, Any]:
     target = bridge.resolve_port(port)
-    client = bridge.client(target)
-    result = bridge.guarded(target, lambda: events.get_events(client, client.state, since=since, limit=limit))
+    inst = bridge.instance(target)
+    client = inst.client
+    result = bridge.guarded(target, lambda: events.get_events(inst.shown, client, client.state, since=since,
+                                                              limit=limit))
     return {"port": target, **result}
 
 
