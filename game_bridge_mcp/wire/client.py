@@ -103,10 +103,6 @@ class GameClient:
         self._sleep = sleep
         #: When its frames start; learned from every answer (see wire/frames.py).
         self.frames = FrameClock()
-        #: Bumped whenever what was learned about the game is forgotten: a restart seen in
-        #: an answer (``frame`` went backwards) or :meth:`forget`. Caches of what a game
-        #: said (the Bridge's manifest) are valid for one generation.
-        self.generation = 0
         #: What this generation's answers taught (wire/known.py); reset on a restart.
         self.known = Known(self.port)
         #: Kept-alive connections to the game, reused by every request and every thread
@@ -117,9 +113,7 @@ class GameClient:
         self._stats_lock = threading.Lock()
         #: Sends commands and confirms them, given this client's endpoints and what it knows
         #: (through a weak proxy: the client is freed, and its connections closed, as before).
-        endpoints = weakref.proxy(self)
-        self.confirmer = Confirmer(endpoints, self.known, self.frames, generation=lambda: endpoints.generation,
-                                   clock=clock, sleep=sleep)
+        self.confirmer = Confirmer(weakref.proxy(self), self.known, self.frames, clock=clock, sleep=sleep)
 
     # ----------------------------------------------------------------- what is known
     def forget(self) -> None:
@@ -127,8 +121,14 @@ class GameClient:
         another process may answer on the port next); starts a new generation."""
         self.frames.reset()
         self.known.reset()
-        self.generation += 1
         self.close()  # another process may answer on the port next
+
+    @property
+    def generation(self) -> int:
+        """Bumped whenever what was learned about the game is forgotten: a restart seen in
+        an answer (``frame`` went backwards) or :meth:`forget`. Caches of what a game said
+        (the Bridge's manifest) are valid for one generation."""
+        return self.known.generation
 
     @property
     def features(self) -> frozenset[str] | None:
@@ -189,7 +189,6 @@ class GameClient:
         if frame is not None and self.frames.observe(frame, sent, arrived):
             log.info("port %s: frame went back to %s: a new process; forgetting what was learned", self.port, frame)
             self.known.reset()
-            self.generation += 1
         if "completedCommandId" in doc:
             self.known.completed_id = counter(doc.get("completedCommandId"))
         if isinstance(doc.get("paused"), bool):

@@ -20,11 +20,9 @@ class Confirmer:
     """Sends commands to one port and confirms them (see the module docstring)."""
 
     def __init__(self, requests: Requests, known: Known, frames: FrameClock, *,
-                 generation: Callable[[], int], clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
+                 clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
         self._requests = requests
         self._known = known
-        self._generation = generation
         self._clock = clock
         self.held: Strategy = Held(requests, known, clock=clock)
         self.polling = Polling(requests, known, frames, clock=clock, sleep=sleep)
@@ -39,7 +37,7 @@ class Confirmer:
             # Learned once a generation (features, how to poll), before the command, so
             # the completedCommandId the game reports before it is known too.
             requests.health(timeout_ms=total_ms)
-        generation, before = self._generation(), known.completed_id
+        generation, before = known.generation, known.completed_id
         may_wait = pending_ok and known.paused is True and "clock" in (known.features or ())
         answer = requests.command(cmd, args, timeout_ms=remaining_ms(deadline, self._clock))
         command_id = counter(answer.get("commandId"))
@@ -47,7 +45,7 @@ class Confirmer:
         if not sync:
             return {"answer": answer, "commandId": command_id, "confirmation": "not-waited", "state": None}
         if (command_id is None or before is None or command_id > before
-                or self._generation() != generation):  # a restart meanwhile: the old count does not hold
+                or known.generation != generation):  # a restart meanwhile: the old count does not hold
             return self.confirm(Job(cmd, command_id, queued_frame, deadline, total_ms, answer, digest,
                                     pending=may_wait and command_id is not None))
         # An id the game had already reported done would "confirm" the command before it

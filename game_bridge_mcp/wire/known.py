@@ -24,10 +24,17 @@ class Known:
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.reset()
+        #: Which generation of the game this is: one more at each :meth:`reset`.
+        self.generation = 0
+        self._forget()
 
     def reset(self) -> None:
-        """Forget it all: another process answers (or may answer) on the port now."""
+        """Forget it all and start a new generation: another process answers (or may
+        answer) on the port now."""
+        self._forget()
+        self.generation += 1
+
+    def _forget(self) -> None:
         #: Does /health carry completedCommandId? (None: not asked yet.)
         self.health_has_completed_id: bool | None = None
         #: The completedCommandId of the newest answer that carried one (None: unknown): a

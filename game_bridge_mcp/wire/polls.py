@@ -44,23 +44,14 @@ def state_is_tiny(known: Known, digest: bool) -> bool:
     return 0.0 < cost <= max(TINY_STATE_S, 1.5 * known.health_cost_s)
 
 
-class Look:
-    """One confirmation's polling so far: the job, the frame it counts from
-    (``base_frame``), the frame of the last /state fetched (``state_frame``), and whether
-    /state counted as cheap when this poll began."""
-
-    def __init__(self, job: Job, base_frame: int | None, state_frame: int | None, cheap: bool) -> None:
-        self.job = job
-        self.base_frame = base_frame
-        self.state_frame = state_frame
-        self.cheap = cheap
-
-
 class Poll(Protocol):
     """One kind of poll: what it asks, and the longest pause between two of them."""
 
-    def look(self, polling: "Polling", look: Look) -> dict | None:
-        """A /state snapshot worth judging, or None (not yet)."""
+    def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
+             cheap: bool) -> dict | None:
+        """A /state snapshot worth judging, or None (not yet). ``base_frame``: the frame
+        the confirmation counts from; ``state_frame``: the frame of the last /state fetched
+        for it; ``cheap``: whether /state counted as cheap when this poll began."""
         ...
 
     def cap_s(self, known: Known, digest: bool) -> float: ...
@@ -69,20 +60,20 @@ class Poll(Protocol):
 class HealthPoll:
     """``/health`` carries ``completedCommandId``: poll it until it reports the command."""
 
-    def look(self, polling: "Polling", look: Look) -> dict | None:
-        job, known, requests = look.job, polling.known, polling.requests
+    def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
+             cheap: bool) -> dict | None:
+        known, requests = polling.known, polling.requests
         assert job.command_id is not None
         if not state_is_tiny(known, job.digest):
-            health = requests.health(timeout_ms=polling.remaining_ms(job))
+            health = requests.health(timeout_ms=remaining_ms(job.deadline, polling.clock))
             completed = counter(health.get("completedCommandId"))
             frame = counter(health.get("frame"))
-            base_frame = look.base_frame
             restarted = base_frame is not None and frame is not None and frame < base_frame
             waits = (job.pending and base_frame is not None and frame is not None
                      and frame >= base_frame + PENDING_FRAMES)  # /state says whether it waits for the clock
             if not restarted and not waits and (completed is None or completed < job.command_id):
                 return None  # a restart goes on to /state, where the verdict reports it
-        return requests.state(timeout_ms=polling.remaining_ms(job), digest=job.digest)
+        return requests.state(timeout_ms=remaining_ms(job.deadline, polling.clock), digest=job.digest)
 
     def cap_s(self, known: Known, digest: bool) -> float:
         # Only the tiny /health is polled and /state is fetched once, at the end:
@@ -94,17 +85,17 @@ class StatePoll:
     """Poll ``/state`` itself; when it is expensive, or this game's frames are known to
     advance, ``/health`` first says whether a frame after the command's has begun."""
 
-    def look(self, polling: "Polling", look: Look) -> dict | None:
-        job, requests = look.job, polling.requests
-        base_frame = look.base_frame
-        if base_frame is not None and (not look.cheap or polling.frames.period_s is not None):
+    def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
+             cheap: bool) -> dict | None:
+        requests = polling.requests
+        if base_frame is not None and (not cheap or polling.frames.period_s is not None):
             # Polls land near frame starts, where an early one should cost only a tiny
             # /health: wait for a frame after the command's, and after the last /state.
-            health = requests.health(timeout_ms=polling.remaining_ms(job))
+            health = requests.health(timeout_ms=remaining_ms(job.deadline, polling.clock))
             frame = counter(health.get("frame"))
-            if frame is not None and base_frame <= frame <= max(base_frame, look.state_frame or base_frame):
+            if frame is not None and base_frame <= frame <= max(base_frame, state_frame or base_frame):
                 return None  # a frame that went back goes on to /state, where the verdict reports it
-        return requests.state(timeout_ms=polling.remaining_ms(job), digest=job.digest)
+        return requests.state(timeout_ms=remaining_ms(job.deadline, polling.clock), digest=job.digest)
 
     def cap_s(self, known: Known, digest: bool) -> float:
         return max(MAX_CHEAP_INTERVAL_S, 2 * known.poll_cost(digest))
@@ -122,11 +113,8 @@ class Polling:
         self.requests = requests
         self.known = known
         self.frames = frames
-        self._clock = clock
+        self.clock = clock
         self._sleep = sleep
-
-    def remaining_ms(self, job: Job) -> int:
-        return remaining_ms(job.deadline, self._clock)
 
     def poll_for(self, command_id: int | None) -> Poll:
         """The kind of poll to ask now."""
@@ -136,15 +124,15 @@ class Polling:
         interval = 0.0
         last: dict = {}
         base_frame = job.queued_frame
-        plan = self.frame_plan(job.queued_frame, self._clock(), job.digest)
+        plan = self.frame_plan(job.queued_frame, self.clock(), job.digest)
         if plan is not None:  # the command runs on a later frame: no use asking sooner
-            self._sleep(max(0.0, min(plan[0], job.deadline) - self._clock()))
+            self._sleep(max(0.0, min(plan[0], job.deadline) - self.clock()))
         expected_start = plan[1] if plan is not None else None
         while True:
             try:
                 state = self._look(job, base_frame, counter(last.get("frame")))
             except GameOffline:
-                if self._clock() < job.deadline:
+                if self.clock() < job.deadline:
                     raise
                 state = None  # the poll ran into the command's own deadline: a CommandTimeout
             if state is not None:
@@ -152,7 +140,7 @@ class Polling:
                 outcome = verdict(job, base_frame, state, self.known)
                 if outcome is not None:
                     if expected_start is not None and outcome["confirmation"] == CONFIRMED_BY_ID:
-                        self.frames.note_applied(expected_start, self._clock())  # when to poll next time
+                        self.frames.note_applied(expected_start, self.clock())  # when to poll next time
                     return outcome
                 if base_frame is None and job.pending:
                     base_frame = counter(state.get("frame"))
@@ -160,7 +148,7 @@ class Polling:
                     frame = counter(state.get("frame"))
                     if base_frame is None:
                         base_frame = frame
-            now = self._clock()
+            now = self.clock()
             if now >= job.deadline:
                 raise CommandTimeout(self.known.port, job.cmd, job.total_ms, commandId=job.command_id,
                                      lastCompletedCommandId=counter(last.get("completedCommandId")),
@@ -176,13 +164,13 @@ class Polling:
         has begun."""
         cheap = self.known.poll_cost(job.digest) < CHEAP_STATE_S
         if self.known.health_has_completed_id is None and job.command_id is not None:
-            self.requests.health(timeout_ms=self.remaining_ms(job))  # learn which way to poll, once
-        state = self.poll_for(job.command_id).look(self, Look(job, base_frame, state_frame, cheap))
+            self.requests.health(timeout_ms=remaining_ms(job.deadline, self.clock))  # learn which way to poll, once
+        state = self.poll_for(job.command_id).look(self, job, base_frame, state_frame, cheap)
         known = self.known
         if (state is not None and job.digest and job.command_id is not None and known.uses("view")
                 and known.health_has_completed_id and counter(state.get("completedCommandId")) is None):
             known.broken("view", "its view=digest answer left out completedCommandId")
-            state = self.requests.state(timeout_ms=self.remaining_ms(job))
+            state = self.requests.state(timeout_ms=remaining_ms(job.deadline, self.clock))
         return state
 
     def next_wait(self, queued_frame: int | None, interval: float, command_id: int | None,
@@ -230,6 +218,6 @@ class Polling:
         return poll_at, starts, period
 
 
-__all__ = ["BURST_S", "CHEAP_STATE_S", "FIRST_INTERVAL_S", "HEALTH", "HealthPoll", "Look", "MAX_CHEAP_INTERVAL_S",
+__all__ = ["BURST_S", "CHEAP_STATE_S", "FIRST_INTERVAL_S", "HEALTH", "HealthPoll", "MAX_CHEAP_INTERVAL_S",
            "MAX_FRAME_WAIT_S", "MAX_LEAD_S", "MIN_LEAD_S", "Poll", "Polling", "SETTLE_S", "STATE", "StatePoll",
            "TINY_STATE_S", "WINDOW_POLLS", "state_is_tiny"]

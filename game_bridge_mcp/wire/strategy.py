@@ -36,7 +36,7 @@ class Requests(Protocol):
                 timeout_ms: int | None = None) -> dict: ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Job:
     """One command being confirmed: what the game answered when it queued it, by when it
     must be confirmed (``deadline`` on the client's clock, ``total_ms`` as asked), whether
