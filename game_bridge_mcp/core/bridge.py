@@ -1,12 +1,6 @@
-"""The Bridge: what the bridge keeps per port (its GameClient, the cached manifest, a lock
-that serialises commands to it), which port a call means, and the one door every tool is
-run through (``run_tool``), dispatching through the tool table (core/tools/table.py).
-
-Every tool returns a JSON-ready dict or raises a BridgeError; the MCP adapter and the
-``call`` CLI are thin shells around ``Bridge.run_tool``. The Launcher owns the processes
-it started. The manifest cache is invalidated by a new generation of the port's
-GameClient (it saw ``frame`` go backwards, a new process on the port, or the instance went
-offline), and by a name that misses (one re-fetch).
+"""The Bridge: the instances it knows (a GameClient, the cached manifest and a command lock
+per port), which port a call means, and ``run_tool``, the one door every tool is run
+through, by the table (core/tools/table.py).
 """
 
 from __future__ import annotations
@@ -116,7 +110,9 @@ class Bridge:
 
     # ------------------------------------------------------------------ manifests
     def manifest(self, port: int, *, refresh: bool = False, timeout_ms: int | None = None) -> Manifest:
-        """The instance's manifest: cached; ``refresh`` re-fetches ``GET /tools``."""
+        """The instance's manifest: cached for the generation of the port's GameClient it
+        was read in (a restart, a new process or the port going offline starts a new one);
+        ``refresh`` re-fetches ``GET /tools``."""
         inst = self.instance(port)
         with self._lock:
             cached = inst.manifest if inst.manifest_generation == inst.client.generation else None

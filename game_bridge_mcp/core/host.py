@@ -1,8 +1,5 @@
-"""What the tools and the command path are given of the Bridge: the :class:`Host` it is to
-them, and the :class:`Instance` record it keeps for each port.
-
-The Bridge owns this state; a tool's handler reaches it only through the Host's members,
-so the tools never import the Bridge and the Bridge dispatches to them through the table.
+"""What a tool's handler is given of the Bridge (the :class:`Host` protocol), and the
+:class:`Instance` record the Bridge keeps for each port.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""A command's way through the bridge: sent, confirmed, waited on (``until``), answered.
-
-``run_command`` is what ``raw_command``, a game tool, passthrough and a composite's
-``command_and_sync`` all come to: it sends under the port's command lock, reads how the
-game confirmed the command, turns a refusal into CommandFailed, waits for ``until`` and
-shapes the answer (the digest, the events no answer showed, the commands the clock
-delivered). ``close`` is a command whose confirmation is the port going quiet.
+"""A command's way through the bridge: sent under the port's command lock, confirmed, a
+refusal raised, waited on (``until``) and answered; ``close``, confirmed by the port going quiet.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The pieces every tool's ``outputSchema`` is made of, as JSON Schema.
-
-A field the bridge makes (``port``, ``applied``, ``settled``, counts and flags) is typed; a
-value that comes from the game as it sent it (its name, ``game``, ``result``, ``frame``,
-``screen``, a whole ``/state``) is described, not typed (:func:`from_game`), because a game
-may send anything there and an answer must never fail its own schema. Objects stay open:
-the extensions and later versions add fields beside the documented ones. The digest every
-answer about a state carries is defined once (``#/$defs/digest``); :func:`rooted` makes a
-shape that refers to it a whole outputSchema.
+"""The pieces every tool's ``outputSchema`` is made of: the bridge's own fields typed, the
+game's values described (:func:`from_game`), and the digest every answer about a state carries.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The table of tools: every tool the bridge serves, in the order a client is shown them.
-
-One table, read by the Bridge (what it dispatches to), the MCP adapter (what it
-advertises), the ``call`` CLI (what it runs and describes), the trace reader (the
-options call_tool takes) and the README's tools table (a test checks it against this).
-Each entry is a unit defined in its family's module (schema, hints, output schema and
-handler together); this module only lists them, and gathers call_tool's output schema,
-the union of what the tools it runs answer.
+"""The table of tools: every tool the bridge serves, in the order a client is shown them,
+read by the Bridge, the MCP adapter, ``call``, the trace reader and the README's test.
 """
 
 from __future__ import annotations

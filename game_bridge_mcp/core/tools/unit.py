@@ -1,10 +1,5 @@
-"""A tool as one unit: what the agent sees of it (name, title, description, input schema,
-hints, output schema) and the handler that serves it, with the argument checking every
-handler's arguments pass first.
-
-A handler is a plain function ``handler(bridge, **arguments)``: the Bridge as a
-:class:`~..host.Host`, then the checked arguments as keywords, spec names in Python
-spelling (:func:`python_name`); it returns a JSON-ready dict or raises a BridgeError.
+"""A tool as one unit (:class:`ToolDef`: what the agent sees of it and the handler that
+serves it), and the argument check every call passes before its handler runs.
 """
 
 from __future__ import annotations
@@ -29,7 +24,9 @@ def schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[s
     return out
 
 
-#: A tool's handler: the Bridge, then the checked arguments as keywords.
+#: A tool's handler, ``handler(bridge, **arguments)``: the Bridge as a Host (core/host.py),
+#: then the checked arguments as keywords in Python spelling (:func:`python_name`); it
+#: returns a JSON-ready dict or raises a BridgeError.
 Handler = Callable[..., dict[str, Any]]
 
 
