@@ -14,23 +14,19 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.core.tools.calls import call_tool
 from game_bridge_mcp.core.tools.state import get_state
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, guard  # noqa: F401
+from launch_helpers import ProcessGuard
+from loop_helpers import bridge_for
 from mcp_harness import connect, data, is_error, text
 from peers.handmade import HandmadeGame
 from pygame_helpers import CLOCKED, game_env, wrapped as pygame_wrapped
 from web_helpers import PAGES, wrapped as browser_wrapped
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def bridge_for(port: int) -> Bridge:
-    return Bridge(Config(port=port, environ={}, scan=False, registry=False))
 
 
 def advance(bridge: Bridge, port: int, **arguments: Any) -> dict[str, Any]:

@@ -15,21 +15,17 @@ from typing import Any, Iterator
 
 import pytest
 
-from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.errors import CommandTimeout
 from game_bridge_mcp.game import GameBridge
 from game_bridge_mcp.wire.client import GameClient
 from kit_helpers import looping
+from loop_helpers import bridge_for
 from peers.handmade import HandmadeGame
 
 pytestmark = pytest.mark.timeout(60)
 #: Generous bounds for "it did not wait for the whole deadline" on a loaded machine.
 BOUND_S = 3.0
-
-
-def bridge_for(port: int) -> Bridge:
-    return Bridge(Config(port=port, environ={}, scan=False, registry=False))
 
 
 def call(bridge: Bridge, name: str, **arguments: Any) -> dict[str, Any]:

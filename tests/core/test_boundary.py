@@ -21,9 +21,9 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
+from launch_helpers import ProcessGuard, write_declaration
 from mcp_harness import connect, dump, is_error
-from peers.hostile import routed, serve  # noqa: F401
+from peers.hostile import routed
 from peers.hostile_text import EVIL, HostileTextGame, evil, forbidden
 
 pytestmark = pytest.mark.timeout(120)

@@ -28,10 +28,10 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.core.composites import Composite
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
+from launch_helpers import ProcessGuard, write_declaration
 from mcp_harness import connect, start_call
 from peers.fakegame import FakeGame
-from peers.hostile import serve, silent  # noqa: F401
+from peers.hostile import silent
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,11 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.config import Config
-from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.game._fruit import FruitMerge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from kit_helpers import demo
+from loop_helpers import bridge_for
 from mcp_harness import connect, data, is_error, start_call, text
 from peers.handmade import HandmadeGame
 
@@ -24,10 +23,6 @@ pytestmark = pytest.mark.timeout(60)
 
 SEED = 7
 MOVES = [0.5, 0.5, 0.5, 0.5, -2.0, 2.5]  # with SEED, the 2nd and 3rd merge
-
-
-def bridge_for(port: int) -> Bridge:
-    return Bridge(Config(port=port, environ={}, scan=False, registry=False))
 
 
 def reference(seed: int, moves: list[float]) -> list[tuple[int, int | None]]:

@@ -20,7 +20,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.errors import BridgeError, CommandTimeout, NotAGameSurface
 from game_bridge_mcp.jsonio import MAX_VALUES, MAX_WHOLE, as_int, count_values, decode_json
 from game_bridge_mcp.wire.frames import FrameClock
-from peers.hostile import routed, serve  # noqa: F401
+from peers.hostile import routed
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,6 @@ from game_bridge_mcp.errors import CommandRejected, GameOffline
 from game_bridge_mcp.wire.client import GameClient
 from peers import hostile
 from peers.fakegame import DEFAULT_MANIFEST, FakeGame
-from peers.hostile import serve  # noqa: F401 (a fixture)
 
 
 @pytest.fixture

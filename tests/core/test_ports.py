@@ -17,7 +17,7 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, free_range, guard  # noqa: F401
+from launch_helpers import ProcessGuard, free_range
 from loop_helpers import handmade_game
 from mcp_harness import connect, data, is_error, structured, text
 

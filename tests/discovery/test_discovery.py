@@ -18,17 +18,15 @@ from typing import Any, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers.fakegame import FakeGame  # noqa: E402
-
-from game_bridge_mcp.wire.client import GameClient  # noqa: E402
-from game_bridge_mcp.config import Config  # noqa: E402
+from game_bridge_mcp.wire.client import GameClient
+from game_bridge_mcp.config import Config
 from game_bridge_mcp.discovery import report as discovery
-from game_bridge_mcp.discovery import probe  # noqa: E402
-from game_bridge_mcp.discovery.report import discover  # noqa: E402
-from game_bridge_mcp.errors import BridgeUsageError  # noqa: E402
-from game_bridge_mcp.manifest.reader import normalise_manifest  # noqa: E402
-from game_bridge_mcp.wire.transport import TransportError, loopback_opener  # noqa: E402
+from game_bridge_mcp.discovery import probe
+from game_bridge_mcp.discovery.report import discover
+from game_bridge_mcp.errors import BridgeUsageError
+from game_bridge_mcp.manifest.reader import normalise_manifest
+from game_bridge_mcp.wire.transport import TransportError, loopback_opener
+from peers.fakegame import FakeGame
 
 PROBE_MS = 250
 

@@ -10,15 +10,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from game_bridge_mcp.game.browser._options import UsageError, declaration, parse, resolve_target
-from launch_helpers import (DRIVER, PYTHON, LauncherFactory, ProcessGuard, free_range, guard,  # noqa: F401
-                            launchers, wait_until)
+from launch_helpers import DRIVER, PYTHON, LauncherFactory, ProcessGuard, free_range, wait_until
 from web_helpers import PAGES, Wrapped, require_browser, run_wrapper
 
 pytestmark = pytest.mark.timeout(120)

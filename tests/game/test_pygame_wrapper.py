@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from game_bridge_mcp.game.pygame._runner import UsageError, declaration, parse
-from launch_helpers import (PYTHON, LauncherFactory, ProcessGuard, free_range, guard, launchers,  # noqa: F401
-                            wait_until)
+from launch_helpers import PYTHON, LauncherFactory, free_range, wait_until
 from pygame_helpers import CLOCKED, GAMES, Wrapped, game_env, wrapped
 
 pytestmark = pytest.mark.timeout(90)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from launch_helpers import PYTHON, LauncherFactory, free_range, guard, launchers  # noqa: F401
+from launch_helpers import PYTHON, LauncherFactory, free_range
 from png_helpers import read_png
 
 pytestmark = pytest.mark.timeout(90)

@@ -17,7 +17,7 @@ import pytest
 
 from game_bridge_mcp.mcp_server.remote import connect
 from http_helpers import INITIALIZE, HttpServer, game_processes, answer_messages, until
-from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
+from launch_helpers import ProcessGuard, write_declaration
 from mcp_harness import data, is_error, text
 
 pytestmark = pytest.mark.timeout(120)

@@ -22,7 +22,7 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import PYTHON, ProcessGuard, free_range, guard, wait_until  # noqa: F401
+from launch_helpers import PYTHON, ProcessGuard, free_range, wait_until
 from mcp_harness import connect, data, is_error, text
 from png_helpers import read_png
 

@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from launch_helpers import ProcessGuard, free_range, guard, wait_until  # noqa: F401
+from launch_helpers import ProcessGuard, free_range, wait_until
 from peers.fakegame import FakeGame
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.testing import GameDriver, is_recording, recordings
-from launch_helpers import PYTHON, ProcessGuard, free_range, guard  # noqa: F401
+from launch_helpers import PYTHON, ProcessGuard, free_range
 from mcp_harness import connect, data
 
 pytestmark = pytest.mark.timeout(180)

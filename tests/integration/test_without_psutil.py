@@ -20,8 +20,7 @@ import pytest
 
 from game_bridge_mcp.launch import guarantees, instance, procs
 
-from launch_helpers import (PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
-                            wait_until, write_declaration)
+from launch_helpers import PYTHON, LauncherFactory, ProcessGuard, wait_until, write_declaration
 from peers.kitfakes import free_port
 
 pytestmark = pytest.mark.timeout(90)

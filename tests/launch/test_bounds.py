@@ -18,8 +18,7 @@ import pytest
 from game_bridge_mcp.launch.capture import is_log_name, prune_logs
 from game_bridge_mcp.paths import LOG_KEEP, KeepRule, prune_files
 from game_bridge_mcp.wire.client import GameClient
-from launch_helpers import (DRIVER, PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
-                            wait_until, write_declaration)
+from launch_helpers import DRIVER, PYTHON, LauncherFactory, ProcessGuard, wait_until, write_declaration
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from game_bridge_mcp.paths import KeepRule, prune_files
-from launch_helpers import ProcessGuard, guard, wait_until, write_declaration  # noqa: F401
+from launch_helpers import ProcessGuard, wait_until, write_declaration
 from peers.handmade import HandmadeGame
 from peers.kitfakes import REPO, child_env, demo_process
 

@@ -27,8 +27,7 @@ from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.launch.launcher import Launcher
 from game_bridge_mcp.wire.client import GameClient
 from peers.fakegame import FakeGame
-from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, guard, launchers,  # noqa: F401
-                            wait_until, write_declaration)
+from launch_helpers import DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, wait_until, write_declaration
 
 pytestmark = pytest.mark.timeout(60)
 

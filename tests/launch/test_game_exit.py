@@ -14,11 +14,10 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, declaration, guard  # noqa: F401
+from launch_helpers import ProcessGuard, declaration
 from mcp_harness import connect, data, is_error, text
 
 pytestmark = pytest.mark.timeout(120)
-
 
 
 def test_a_launched_game_that_exits_on_a_move_is_reported_with_its_exit_code(tmp_path: Path,

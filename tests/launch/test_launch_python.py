@@ -20,7 +20,7 @@ from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.launch.instance import missing_module_advice
 from game_bridge_mcp.paths import PACKAGE_DIR, package_path_dir
 
-from launch_helpers import LauncherFactory, free_range, guard, launchers  # noqa: F401 (fixtures)
+from launch_helpers import LauncherFactory, free_range
 
 
 def declare(directory: Path, launch: dict[str, object]) -> Path:

@@ -18,8 +18,7 @@ from peers.fakegame import FakeGame
 from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.launch.launcher import Launcher
-from launch_helpers import (LauncherFactory, ProcessGuard, free_range, guard, launchers,  # noqa: F401
-                            wait_until, write_declaration)
+from launch_helpers import LauncherFactory, ProcessGuard, free_range, wait_until, write_declaration
 
 pytestmark = pytest.mark.timeout(60)
 

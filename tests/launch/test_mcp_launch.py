@@ -14,7 +14,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, guard, wait_until, write_declaration  # noqa: F401
+from launch_helpers import ProcessGuard, wait_until, write_declaration
 from mcp_harness import connect, data, is_error, text
 
 pytestmark = pytest.mark.timeout(60)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from game_bridge_mcp.errors import BridgeUsageError
-from launch_helpers import LauncherFactory, ProcessGuard, free_range, guard, launchers, write_declaration  # noqa: F401
+from launch_helpers import LauncherFactory, free_range, write_declaration
 
 pytestmark = pytest.mark.timeout(60)
 

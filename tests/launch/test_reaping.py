@@ -20,8 +20,8 @@ import pytest
 from game_bridge_mcp.launch import procs
 from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
-from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, free_range, guard,  # noqa: F401
-                            launchers, wait_until, write_declaration)
+from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, free_range, wait_until,
+                            write_declaration)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -23,8 +23,8 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.mcp_server.fastpath import DISABLE_ENV, KNOWN_VERSIONS, FastPath
-from launch_helpers import ProcessGuard, guard, write_declaration  # noqa: F401
 from fast_answers import CALLS, stable
+from launch_helpers import ProcessGuard, write_declaration
 from peers.fakegame import FakeGame
 
 pytestmark = pytest.mark.timeout(60)

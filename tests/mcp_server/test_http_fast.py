@@ -29,7 +29,7 @@ from game_bridge_mcp.mcp_server.remote import connect
 from game_bridge_mcp.mcp_server.sessions import SessionManager
 from fast_answers import CALLS, stable
 from http_helpers import HttpServer, answer_messages
-from launch_helpers import ProcessGuard, guard  # noqa: F401
+from launch_helpers import ProcessGuard
 from peers.fakegame import FakeGame
 
 pytestmark = pytest.mark.timeout(90)

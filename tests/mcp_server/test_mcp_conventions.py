@@ -20,17 +20,14 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server import logs
 from game_bridge_mcp.mcp_server.adapter import _SDK2, BridgeServer
+from kit_helpers import demo
+from loop_helpers import bridge_for
 from mcp_harness import connect, data, dump
 from peers.fakegame import FakeGame
-from kit_helpers import demo
 
 pytestmark = pytest.mark.timeout(90)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def bridge_for(port: int, **kw: Any) -> Bridge:
-    return Bridge(Config(port=port, environ={}, scan=False, registry=False, **kw))
 
 
 class Progress:

@@ -25,16 +25,13 @@ from game_bridge_mcp.core.tools.screenshots import SCREENSHOT_ANSWER
 from game_bridge_mcp.core.tools.shapes import DEFS
 from game_bridge_mcp.core.tools.state import HEALTH_ANSWER, STATE_DIGEST, WAIT_ANSWER
 from game_bridge_mcp.core.tools.table import FLAT_TOOL_OUTPUT, TOOL_NAMES
-from launch_helpers import ProcessGuard, guard  # noqa: F401
+from kit_helpers import demo
+from launch_helpers import ProcessGuard
+from loop_helpers import bridge_for
 from mcp_harness import connect, dump, is_error, structured, text
 from peers.fakegame import FakeGame
-from kit_helpers import demo
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def bridge_for(port: int, **kw: Any) -> Bridge:
-    return Bridge(Config(port=port, environ={}, scan=False, registry=False, **kw))
 
 
 def check(schema: dict[str, Any], value: Any, what: str) -> None:

@@ -18,9 +18,8 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-import pytest
 
 Behaviour = Callable[[socket.socket, "HostilePeer"], None]
 
@@ -300,18 +299,3 @@ def routed(routes: dict[str, Route | bytes]) -> Behaviour:
             content_type = rest[0] if rest else content_type
         conn.sendall(head(status, length=len(body), content_type=content_type) + body)
     return behaviour
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Behaviour], HostilePeer]]:
-    """Start hostile peers for one test; every one is closed (threads joined) after it."""
-    peers: list[HostilePeer] = []
-
-    def start(behaviour: Behaviour) -> HostilePeer:
-        peer = HostilePeer(behaviour).__enter__()
-        peers.append(peer)
-        return peer
-
-    yield start
-    for peer in peers:
-        peer.close()

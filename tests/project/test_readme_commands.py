@@ -11,7 +11,7 @@ above a ```` ```bash ```` fence says what this test does with the block:
 * ``<!-- not run: REASON -->``: not run, and why (a real MCP client, Claude Code, pipx).
 
 Every ``bash`` block has one, except in docs/performance.md: those are the benchmarks
-(``scripts/bench.py``; tests/test_bench*.py run them in ``--quick`` mode).
+(``scripts/bench.py``; the tests in tests/bench/ run them in ``--quick`` mode).
 
 How the blocks run: a scratch directory holds ``game-bridge-mcp/``, a copy of this
 checkout's files (git's tracked and untracked-but-not-ignored ones, what a clone of this
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from launch_helpers import ProcessGuard, guard  # noqa: F401
+from launch_helpers import ProcessGuard
 from peers.kitfakes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"<!--\s*(runnable(?::\s*(?P<kind>[^>]*?))?|not run:\s*(?P<why>[^>]+?))\s*-->")
 DEMO_GAME = "demo game on 7820"
-#: Pages whose bash blocks are benchmarks, run by tests/test_bench*.py instead.
+#: Pages whose bash blocks are benchmarks, run by the tests in tests/bench/ instead.
 EXEMPT_PAGES = {"docs/performance.md"}
 #: What the test block's pytest runs here (the whole suite is .ci/run's).
 INNER_TESTS = "tests/project/test_layout.py tests/cli/test_cli_help.py"

@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import psutil
 import pytest
@@ -132,13 +132,6 @@ class ProcessGuard:
             pytest.fail("processes outlived the test (killed now): " + "; ".join(described))
 
 
-@pytest.fixture
-def guard(tmp_path: Path) -> Iterator[ProcessGuard]:
-    g = ProcessGuard(tmp_path)
-    yield g
-    g.check()
-
-
 def write_declaration(directory: Path, *game_args: str, shell: bool = False, port_range: tuple[int, int] | None = None,
                       timeout_ms: int = 10000, env: dict[str, str] | None = None, name: str | None = "Declared Game",
                       suffix: str = "") -> Path:
@@ -196,12 +189,3 @@ class LauncherFactory:
     def close(self) -> None:
         for launcher in self.launchers:
             launcher.shutdown(grace_ms=200)
-
-
-@pytest.fixture
-def launchers(tmp_path: Path, guard: ProcessGuard) -> Iterator[LauncherFactory]:
-    factory = LauncherFactory(tmp_path, guard)
-    try:
-        yield factory
-    finally:
-        factory.close()

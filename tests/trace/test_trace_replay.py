@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,7 +24,7 @@ from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.trace.format import FORMAT, VERSION
 from game_bridge_mcp.trace.reader import read_trace
 from browser import count_colour, dump_dom, read_png, screenshot
-from launch_helpers import GAME, PYTHON, VARIANT, ProcessGuard, declaration, guard  # noqa: F401
+from launch_helpers import GAME, PYTHON, VARIANT, ProcessGuard, declaration
 from mcp_harness import connect, data
 
 pytestmark = pytest.mark.timeout(120)

@@ -24,7 +24,7 @@ from game_bridge_mcp.testing import GameDriver
 from game_bridge_mcp.trace.format import VERSION
 from game_bridge_mcp.trace.reader import read_trace
 from game_bridge_mcp.trace.recorder import canonical_call
-from launch_helpers import ProcessGuard, declaration, guard  # noqa: F401
+from launch_helpers import ProcessGuard, declaration
 from loop_helpers import bridge_for, demo_game
 from mcp_harness import connect, data
 

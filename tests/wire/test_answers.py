@@ -6,16 +6,12 @@ kept (HTTP/1.0 keep-alive, an answer read to the close). Real sockets, port 0.""
 from __future__ import annotations
 
 import socket
-import sys
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers.hostile import HostilePeer  # noqa: E402
-
-from game_bridge_mcp.wire.transport import KeepAliveSession, TransportError, loopback_opener  # noqa: E402
+from game_bridge_mcp.wire.transport import KeepAliveSession, TransportError, loopback_opener
+from peers.hostile import HostilePeer
 
 pytestmark = pytest.mark.timeout(30)
 

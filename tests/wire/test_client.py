@@ -5,33 +5,26 @@ injected opener and the loopback-only rule."""
 from __future__ import annotations
 
 import socket
-import sys
 import threading
 import time
 import urllib.parse
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import hostile  # noqa: E402
-from peers.fakegame import FakeGame, wait_until  # noqa: E402
-from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
-
-from game_bridge_mcp.wire import client as client_module  # noqa: E402
-from game_bridge_mcp.wire import polls as polls_module  # noqa: E402
-from game_bridge_mcp.wire.client import GameClient  # noqa: E402
-from game_bridge_mcp.errors import (  # noqa: E402
+from game_bridge_mcp.wire import client as client_module
+from game_bridge_mcp.wire import polls as polls_module
+from game_bridge_mcp.wire.client import GameClient
+from game_bridge_mcp.errors import (
     BridgeError, BridgeUsageError, CommandRejected, CommandTimeout, GameOffline, NotAGameSurface)
-from game_bridge_mcp.wire.transport import HttpResponse, TransportError  # noqa: E402
+from game_bridge_mcp.wire.transport import HttpResponse, TransportError
+from peers import hostile
+from peers.fakegame import FakeGame, wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
 TIMEOUT_MS = 500
 BOUND_S = 3.0
-
-
 
 
 @pytest.fixture

@@ -8,21 +8,17 @@ from __future__ import annotations
 import gc
 import json
 import socket
-import sys
 import threading
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers.fakegame import FakeGame  # noqa: E402
-
-from game_bridge_mcp.wire.client import GameClient  # noqa: E402
-from game_bridge_mcp.game.kit import GameBridge  # noqa: E402
-from game_bridge_mcp.jsonio import PAUSE_GC_BYTES, decode_json  # noqa: E402
-from game_bridge_mcp.wire.transport import (  # noqa: E402
+from game_bridge_mcp.wire.client import GameClient
+from game_bridge_mcp.game.kit import GameBridge
+from game_bridge_mcp.jsonio import PAUSE_GC_BYTES, decode_json
+from game_bridge_mcp.wire.transport import (
     HttpResponse, KeepAliveSession, TransportError, loopback_opener)
+from peers.fakegame import FakeGame
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,7 +19,7 @@ from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.wire.images import MAX_PIXELS, ImageProblem, inspect_image
 from mcp_harness import connect, is_error, structured, text
-from peers.hostile import routed, serve  # noqa: F401
+from peers.hostile import routed
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,29 +5,23 @@ raw socket or http.client exception). Also ``decode_json``'s rules."""
 from __future__ import annotations
 
 import socket
-import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import hostile  # noqa: E402
-from peers.fakegame import FakeGame  # noqa: E402
-from peers.hostile import HostilePeer, serve  # noqa: E402,F401 (serve is a fixture)
-
-from game_bridge_mcp.jsonio import decode_json  # noqa: E402
-from game_bridge_mcp.wire.transport import (  # noqa: E402
+from game_bridge_mcp.jsonio import decode_json
+from game_bridge_mcp.wire.transport import (
     DEFAULT_MAX_BYTES, HttpResponse, TransportError, loopback_opener)
+from peers import hostile
+from peers.fakegame import FakeGame
+from peers.hostile import HostilePeer
 
 pytestmark = pytest.mark.timeout(30)
 
 #: Slow peers get this deadline; they must end well before ``BOUND`` (a generous margin).
 DEADLINE_S = 0.5
 BOUND_S = 3.0
-
-
 
 
 def closed_port() -> int:
