@@ -3,8 +3,8 @@ its arguments, and a snapshot pins what a client sees (``tools/list`` over the r
 client, the ``--eager`` list, the bridge toolset's schemas and the server's instructions),
 so a change to the surface is always deliberate.
 
-After a deliberate change, accept it with: ``UPDATE_SNAPSHOTS=1 python -m pytest tests/test_surface.py``
-and review the diff of ``tests/snapshots/surface.json``."""
+After a deliberate change, accept it with: ``UPDATE_SNAPSHOTS=1 python -m pytest tests/mcp_server/test_surface.py``
+and review the diff of ``tests/mcp_server/snapshots/surface.json``."""
 
 from __future__ import annotations
 
@@ -82,4 +82,4 @@ def test_what_a_client_sees_matches_the_snapshot() -> None:
     for key in sorted(set(pinned) | set(surface)):
         assert surface.get(key) == pinned.get(key), (
             f"The advertised surface changed ({key}). If that is deliberate, run "
-            "UPDATE_SNAPSHOTS=1 python -m pytest tests/test_surface.py and review the snapshot's diff.")
+            "UPDATE_SNAPSHOTS=1 python -m pytest tests/mcp_server/test_surface.py and review the snapshot's diff.")
