@@ -17,7 +17,7 @@ import pytest
 from peers.fakegame import FakeGame
 from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.launch.launcher import Launcher
+from game_bridge_mcp.launch.launcher import PROGRESS_INTERVAL_S, Launcher
 from launch_helpers import LauncherFactory, ProcessGuard, free_range, wait_until, write_declaration
 
 pytestmark = pytest.mark.timeout(60)
@@ -32,10 +32,14 @@ def test_boot_delay_waits_for_health_and_reports_progress(tmp_path: Path, launch
     assert result["name"] == "Test Game" and result["version"] == "4.5.6"  # from the live /tools
     assert result["cwd"] == str(tmp_path)
     assert GameClient(result["port"]).health()["ok"] is True
-    assert len(reports) >= 2
+    assert len(reports) >= 1  # booting takes 0.8 s, the first report is due at 0.3 s
     assert all(total == 8000 for _elapsed, total, _line in reports)
     elapsed = [e for e, _t, _l in reports]
-    assert elapsed == sorted(elapsed) and 250 <= elapsed[0] <= 700
+    # Never before its interval, an interval apart, and inside the launch's deadline:
+    # what the launcher guarantees however slow the machine is.
+    interval = PROGRESS_INTERVAL_S * 1000 - 1  # int() of a float sum may lose a millisecond
+    assert elapsed[0] >= interval and all(b - a >= interval for a, b in zip(elapsed, elapsed[1:]))
+    assert elapsed[-1] < 8000
     assert any(line.startswith("booting step") for _e, _t, line in reports)
     assert launcher.is_launched(result["port"]) and launcher.launched_ports() == [result["port"]]
     assert launcher.stop(result["port"])["how"] == "closed cleanly"
@@ -62,7 +66,7 @@ def test_crash_on_boot_fails_at_once_with_the_output(tmp_path: Path, launchers: 
     started = time.monotonic()
     with pytest.raises(BridgeUsageError) as info:
         launcher.launch()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # a hang guard: readiness would wait 30 s
     message = info.value.message
     port = info.value.fields["port"]
     assert message.startswith(f"Launch failed on port {port}: the process exited with code 3.\nCommand: ")
@@ -86,7 +90,7 @@ def test_boot_timeout_reaps_the_child(tmp_path: Path, launchers: LauncherFactory
     started = time.monotonic()
     with pytest.raises(BridgeUsageError) as info:
         launcher.launch(timeout_ms=1000)
-    assert 1.0 <= time.monotonic() - started < 5
+    assert 1.0 <= time.monotonic() - started < 30  # the deadline, then a hang guard
     assert "did not answer GET /health within 1000ms" in info.value.message
     assert "Last output:\n" in info.value.message and "booting step" in info.value.message
     assert info.value.fields["timedOut"] is True

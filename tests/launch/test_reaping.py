@@ -38,7 +38,7 @@ def test_clean_close(tmp_path: Path, launchers: LauncherFactory, guard: ProcessG
     stopped = launcher.stop(result["port"])
     assert stopped["how"] == "closed cleanly" and stopped["stopped"] is True
     assert stopped["port"] == result["port"] and stopped["exitCode"] == 0
-    assert stopped["stoppedInMs"] < 1500
+    assert stopped["stoppedInMs"] < 10_000  # a hang guard: "closed cleanly" says how it ended
     assert not game_processes(guard)
     assert GameClient(result["port"]).port_is_quiet()
     with pytest.raises(BridgeUsageError, match="not an instance this bridge launched"):
@@ -51,7 +51,7 @@ def test_ignores_close_is_terminated(tmp_path: Path, launchers: LauncherFactory,
     started = time.monotonic()
     stopped = launcher.stop(port, grace_ms=300)
     assert stopped["how"] == "terminated"
-    assert 0.3 <= time.monotonic() - started < 2.5
+    assert 0.3 <= time.monotonic() - started < 15  # the grace, then a hang guard
     assert not game_processes(guard)
 
 
@@ -135,9 +135,9 @@ def test_stop_while_booting_cancels_the_launch(tmp_path: Path, launchers: Launch
     thread.start()
     assert wait_until(lambda: launcher.launched_ports(), 3)
     port = launcher.launched_ports()[0]
-    stopped = launcher.stop(port, grace_ms=2000)
+    stopped = launcher.stop(port, grace_ms=30_000)
     assert stopped["how"] == "terminated"  # nothing to close yet: no grace wasted
-    assert stopped["stoppedInMs"] < 1500
+    assert stopped["stoppedInMs"] < 15_000  # waiting out the grace would take 30 s
     thread.join(5)
     assert errors and "cancelled" in str(errors[0])
     assert not game_processes(guard)
@@ -146,7 +146,7 @@ def test_stop_while_booting_cancels_the_launch(tmp_path: Path, launchers: Launch
 def test_shutdown_stops_everything_at_once_within_a_bound(tmp_path: Path, launchers: LauncherFactory,
                                                           guard: ProcessGuard) -> None:
     """Three instances that ignore close and SIGTERM and left a setsid grandchild each:
-    one after another that is over 5 s (grace + TERM wait each); at once, about 2 s."""
+    one after another that is over 12 s (grace + TERM wait each); at once, about 5 s."""
     launcher = launchers(write_declaration(tmp_path, "--ignore-close", "--ignore-term", "--child", "setsid",
                                            port_range=free_range(3)))
     ports = []
@@ -157,13 +157,13 @@ def test_shutdown_stops_everything_at_once_within_a_bound(tmp_path: Path, launch
     watcher = launcher.watcher_pid
     assert watcher is not None
     started = time.monotonic()
-    launcher.shutdown(grace_ms=1000)
+    launcher.shutdown(grace_ms=4000)
     took = time.monotonic() - started
-    assert took < 3.5, took
+    assert took < 9, took  # halfway between at once (4.7 s) and one after another (over 12 s)
     assert launcher.launched_ports() == [] and not game_processes(guard)
     assert not psutil.pid_exists(watcher) or psutil.Process(watcher).status() == psutil.STATUS_ZOMBIE
-    launcher.shutdown()  # idempotent and quick
-    assert time.monotonic() - started - took < 0.5
+    launcher.shutdown()  # idempotent: nothing left to wait for
+    assert time.monotonic() - started - took < 4  # less than one grace
 
 
 def test_concurrent_launches_in_one_bridge_get_distinct_ports(tmp_path: Path, launchers: LauncherFactory) -> None:

@@ -19,9 +19,10 @@ from peers.hostile import HostilePeer
 
 pytestmark = pytest.mark.timeout(30)
 
-#: Slow peers get this deadline; they must end well before ``BOUND`` (a generous margin).
+#: Slow peers get this deadline. ``BOUND_S`` is a hang guard, not a stopwatch: the peers
+#: here never stop on their own, and the error's kind and text say what ended the request.
 DEADLINE_S = 0.5
-BOUND_S = 3.0
+BOUND_S = 10.0
 
 
 def closed_port() -> int:
