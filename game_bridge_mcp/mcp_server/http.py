@@ -4,6 +4,7 @@ same one shutdown path as stdio (docs/http.md)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -139,6 +140,7 @@ def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -
             if threading.current_thread() is threading.main_thread():
                 tasks.start_soon(watch_signals)
             await tasks.start(manager.run)
+            gc.freeze()  # the start-up heap (the SDK, its schemas) stays out of the collector's passes
             await server.serve(sockets=[sock])
             tasks.cancel_scope.cancel()
 
