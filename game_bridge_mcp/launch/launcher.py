@@ -44,6 +44,8 @@ STOP_TERM_S = 1.5
 SHUTDOWN_TERM_S = 0.7
 #: Largest graceMs accepted by stop (ten minutes).
 MAX_GRACE_MS = 600_000
+#: After the tree is gone, how long ``stop`` waits for the leader's exit status.
+EXIT_STATUS_S = 1.0
 #: Upper bound for a launch timeout given as an argument (a day).
 MAX_TIMEOUT_MS = 86_400_000
 
@@ -404,6 +406,11 @@ class Launcher:
         def stop() -> dict[str, Any]:
             t0 = time.monotonic()
             how, survivors, note = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
+            if not survivors:
+                # The tree is gone, but a leader whose main thread ended first is reported
+                # exited only once its last thread has: wait briefly for its status.
+                poll_until(lambda: True if inst.leader_exited() else None, Deadline(EXIT_STATUS_S),
+                           first_s=POLL_FIRST_S, max_s=POLL_MAX_S)
             result: dict[str, Any] = {
                 "port": inst.port, "stopped": not survivors, "how": how,
                 "pid": inst.game_pid or inst.leader.pid,
