@@ -213,3 +213,10 @@ def test_the_frame_clock_learns_a_period_from_frame_numbers_near_2_to_the_53() -
     assert clock.period_s is not None and abs(clock.period_s - 0.01) < 0.001
     predicted = clock.next_frame_at(first + 39)
     assert predicted is not None and abs(predicted - 0.40) < 0.002
+
+
+def test_a_health_that_names_a_port_cannot_overwrite_the_bridges(serve: Any) -> None:
+    peer = serve(routed({"/health": b'{"ok": true, "frame": 5, "port": "mine"}', "/state": STATE}))
+    answer = bridge_for(peer.port).run_tool("call_tool", {"name": "get_health", "arguments": {}})
+    assert answer["port"] == peer.port and list(answer)[0] == "port"
+    assert answer["ok"] is True and answer["frame"] == 5

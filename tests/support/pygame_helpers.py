@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -48,13 +49,19 @@ class Wrapped:
         return next(entry for entry in state["commandResults"] if entry["id"] == command_id)
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal delivers it, even when pytest was started with it
+    ignored (in the background of a shell), since an ignored SIGINT is inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def wrapped(*args: str, env: dict[str, str] | None = None) -> Iterator[Wrapped]:
     """``python -m game_bridge_mcp.game.pygame --port 0 ARGS``, its port read from the
     wrapper's banner on stderr; reaped whatever happens."""
     proc = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp.game.pygame", "--port", "0", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env, preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 30
         port = None

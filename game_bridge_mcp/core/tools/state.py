@@ -48,7 +48,8 @@ HEALTH_ANSWER = answer("get_health's answer: GET /health", {
 def get_health(bridge: Host, *, port: Any = None) -> dict[str, Any]:
     target = bridge.resolve_port(port)
     health = bridge.guarded(target, lambda: bridge.client(target).health())
-    return {"port": target, **health}
+    # The bridge's port stands first and cannot be overwritten by a /health that says "port" itself.
+    return {"port": target, **{key: value for key, value in health.items() if key != "port"}}
 
 
 GET_HEALTH = ToolDef(
