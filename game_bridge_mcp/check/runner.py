@@ -22,6 +22,7 @@ from .images import ScreenshotChecks
 from .protocol import ProtocolChecks
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError, BridgeUsageError
+from ..manifest.progress import TerminalProgress
 from ..manifest.sanitise import terminal
 
 
@@ -199,7 +200,7 @@ def _declaration(ns: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     return config
 
 
-def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, Target]:
+def _launch(config: Any, environ: Mapping[str, str], out: TextIO, err: TextIO) -> tuple[Any, Target]:
     """Start the declared game; returns (launcher, target). Raises BridgeError when it
     does not start (the launcher has already reaped it then)."""
     from ..launch.declaration import declaration_of
@@ -211,12 +212,15 @@ def _launch(config: Any, environ: Mapping[str, str], out: TextIO) -> tuple[Any, 
     out.write(f"Launching {decl.name or 'the game'} from {decl.path}\n")
     out.flush()
     launcher = Launcher(config, environ=dict(environ))
+    shown = TerminalProgress(err, "launching")  # on a terminal, the boot as it happens
     with _EntryWatcher(registry_dir(environ, config.registry_dir)) as watcher:
         try:
-            result = launcher.launch()
+            result = launcher.launch(progress=shown.callback)
         except BaseException:
             launcher.shutdown(grace_ms=500)
             raise
+        finally:
+            shown.clear()
         # A game may write its entry a little after /health first answers (a loaded
         # machine: hundreds of ms): give the watcher up to ENTRY_GRACE_S to see it.
         deadline = time.monotonic() + ENTRY_GRACE_S
@@ -267,7 +271,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         if ns.launch:
             config = _declaration(ns, env)  # a missing or broken gamebridge.json: usage error
             try:
-                launcher, target = _launch(config, env, out)
+                launcher, target = _launch(config, env, out, err)
             except BridgeError as exc:
                 out.write(f"{FAIL}  the game did not start\n")
                 for text in terminal_text(exc.render()).splitlines():  # it quotes the game's output

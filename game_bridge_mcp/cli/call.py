@@ -16,7 +16,7 @@ from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..core.tools.table import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
-from .progress import Progress, TerminalProgress
+from ..manifest.progress import Progress, TerminalProgress
 from ..manifest.sanitise import terminal
 
 CALL_USAGE = """\

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from ..config import OptionError, OptionParser
 from ..errors import BridgeError
-from .progress import TerminalProgress
+from ..manifest.progress import TerminalProgress
 from ..manifest.sanitise import terminal
 
 DECLARATION = "gamebridge.json"

@@ -13,6 +13,7 @@ from typing import TextIO
 from ..config import Config, OptionError, OptionParser
 from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError
+from ..manifest.progress import TerminalProgress
 from ..manifest.sanitise import terminal
 
 USAGE = """\
@@ -74,12 +75,18 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO, environ: Mapping[str, 
     from ..trace.diff import render
     from ..trace.runner import replay_file
 
+    shown = TerminalProgress(err, "launching")  # on a terminal, each --launch boot as it happens
+
     def say(line: str) -> None:
+        shown.clear()
         out.write(line + "\n")
         out.flush()
 
-    done = replay_file(ns.file, _config(ns, environ), ports=ns.port, launch=ns.launch, ignore=ns.ignore,
-                       force=ns.force, update=ns.update, report=ns.report, say=say)
+    try:
+        done = replay_file(ns.file, _config(ns, environ), ports=ns.port, launch=ns.launch, ignore=ns.ignore,
+                           force=ns.force, update=ns.update, report=ns.report, say=say, progress=shown.callback)
+    finally:
+        shown.clear()
     result = done.result
     out.write(render(result, update=ns.update))
     if done.report is not None:

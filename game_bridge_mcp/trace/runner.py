@@ -16,6 +16,7 @@ from ..core.tools.instances import instance_log
 from ..core.tools.state import get_health
 from ..core.tools.table import tool_def
 from ..errors import BridgeError, BridgeUsageError
+from ..polling import ProgressFn
 from .compare import IgnoreRules
 from .identity import compare_identity, live_identity
 from .reader import Trace, read_trace
@@ -51,7 +52,8 @@ def _check_where(trace: Trace, ports: Sequence[Any], launch: bool) -> list[int]:
     return recorded
 
 
-def _launch(bridge: Bridge, trace: Trace, recorded: Iterable[int], say: Say) -> dict[int, int]:
+def _launch(bridge: Bridge, trace: Trace, recorded: Iterable[int], say: Say,
+            progress: ProgressFn | None = None) -> dict[int, int]:
     if bridge.config.declaration is None:
         if bridge.config.declaration_error is not None:
             raise bridge.config.declaration_error
@@ -66,7 +68,7 @@ def _launch(bridge: Bridge, trace: Trace, recorded: Iterable[int], say: Say) -> 
         # Without launch_instance {paused}, a declaration that sets GAME_BRIDGE_START_PAUSED
         # still starts it paused; the identity check below says so when it does not.
         args = {"paused": True} if paused and can_pause else {}
-        started = bridge.run_tool("launch_instance", args)
+        started = bridge.run_tool("launch_instance", args, progress=progress)
         ports[port] = int(started["port"])
         say(f"Launched {started.get('name') or 'the game'} on port {ports[port]}"
             f"{' paused' if paused else ''} (recorded on {port})")
@@ -91,9 +93,10 @@ def _last_output(bridge: Bridge, port: int | None) -> str | None:
 def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), launch: bool = False,
                 ignore: Iterable[str] = (), force: bool = False, update: bool = False,
                 report: str | Path | None = None, say: Say | None = None,
-                bridge: Bridge | None = None) -> Replayed:
+                bridge: Bridge | None = None, progress: ProgressFn | None = None) -> Replayed:
     """Replay the trace at ``path``. Raises BridgeError for what stops a replay before it
-    starts (a broken trace, no instance, a different game without ``force``)."""
+    starts (a broken trace, no instance, a different game without ``force``). ``progress``
+    hears how each ``--launch`` boot goes."""
     say = say or (lambda _text: None)
     trace = read_trace(path)
     recorded = _check_where(trace, ports, launch)
@@ -101,7 +104,7 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
     bridge = bridge or Bridge(config)
     try:
         if launch:
-            mapping = _launch(bridge, trace, recorded, say)
+            mapping = _launch(bridge, trace, recorded, say, progress)
         else:
             mapping = {was: check_port(now, what="--port") for was, now in zip(recorded, ports)}
         notes: list[str] = []

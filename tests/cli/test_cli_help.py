@@ -150,3 +150,50 @@ def test_a_long_wait_shows_on_a_terminal_and_nothing_when_piped(tmp_path: Path) 
     assert "\r\x1b[Kgame-bridge-mcp call call_tool (" in drawn and "waiting for game.score equals 99" in drawn
     assert drawn.endswith("\r\x1b[K")  # cleared before the answer
     assert piped.returncode == 0 and piped.stderr == "" and json.loads(piped.stdout)["matched"] is False
+
+
+def _read_terminal(controller: int) -> bytes:
+    """Everything written to a pty's other end until the writer closes it."""
+    seen = b""
+    while True:
+        ready, _, _ = select.select([controller], [], [], 60)
+        if not ready:
+            return seen
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the other end closed: the command ended
+            return seen
+        if not chunk:
+            return seen
+        seen += chunk
+
+
+def test_check_launch_draws_the_boot_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
+    """``check --launch`` shows a slow boot as it happens on a terminal's stderr (cleared
+    before the results), and nothing of it when stderr is piped."""
+    import shlex
+
+    from launch_helpers import GAME, PYTHON, free_range
+
+    low, high = free_range(4)
+    command = f"sleep 1 && exec {shlex.quote(PYTHON)} {shlex.quote(str(GAME))} --port {{port}}"
+    (tmp_path / "gamebridge.json").write_text(json.dumps(
+        {"name": "Slow Boot", "launch": {"command": command, "portRange": f"{low}-{high}", "readyTimeoutMs": 20000}}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GAME_BRIDGE_HOME": str(tmp_path / "home")}
+    args = [sys.executable, "-m", "game_bridge_mcp", "check", "--launch"]
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal,
+                            env=env, cwd=tmp_path)
+    os.close(terminal)
+    try:
+        drawn = _read_terminal(controller).decode(errors="replace")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(controller)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"Launched on port" in out
+    assert "\r\x1b[Klaunching (" in drawn and drawn.endswith("\r\x1b[K")  # drawn, then cleared
+    piped = run(tmp_path, "check", "--launch")
+    assert "Launched on port" in piped.stdout and "launching (" not in piped.stderr

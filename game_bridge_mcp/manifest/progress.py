@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Callable, TextIO
 
-from ..manifest.sanitise import TerminalText, one_line
+from .sanitise import TerminalText, one_line
 
 Progress = Callable[[float, "float | None", str], None]
 #: The widest line drawn (a terminal line that wraps cannot be redrawn in place).
