@@ -408,9 +408,11 @@ class Launcher:
             how, survivors, note = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
             if not survivors:
                 # The tree is gone, but a leader whose main thread ended first is reported
-                # exited only once its last thread has: wait briefly for its status.
-                poll_until(lambda: True if inst.leader_exited() else None, Deadline(EXIT_STATUS_S),
-                           first_s=POLL_FIRST_S, max_s=POLL_MAX_S)
+                # exited only once its last thread has: wait briefly for its status. Not
+                # cancellable: a cancelled stop still ends its bookkeeping below.
+                waited = Deadline(EXIT_STATUS_S)
+                while not inst.leader_exited() and not waited.expired:
+                    inst.wait_leader(min(POLL_MAX_S, waited.remaining_s()))
             result: dict[str, Any] = {
                 "port": inst.port, "stopped": not survivors, "how": how,
                 "pid": inst.game_pid or inst.leader.pid,
