@@ -7,17 +7,19 @@ from __future__ import annotations
 import re
 import socket
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class HttpResponse:
-    """What an opener returns: the status, the body and the headers that matter."""
+class HttpResponse(NamedTuple):
+    """What an opener returns: the status, the body and the headers that matter. (A named
+    tuple: one is made for every request, and a frozen dataclass costs several times more
+    to make.)"""
 
     status: int
     body: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = MappingProxyType({})
 
 
 class TransportError(Exception):
@@ -98,12 +100,14 @@ class _AnswerReader:
         came in; what arrived so far if the peer closes first (b"" when nothing did)."""
         scanned = 0
         buffer = self.buffer
+        if not buffer and not self._fill():  # nothing read yet: nothing to look through
+            return b""
         while True:
-            start = max(0, scanned - 2)
+            start = scanned - 2 if scanned > 2 else 0
             crlf = buffer.find(b"\n\r\n", start)
-            bare = buffer.find(b"\n\n", start)
-            if crlf >= 0 or bare >= 0:
-                cut = min(i for i in (crlf + 3 if crlf >= 0 else -1, bare + 2 if bare >= 0 else -1) if i >= 0)
+            bare = buffer.find(b"\n\n", start, crlf + 2 if crlf >= 0 else len(buffer))
+            if bare >= 0 or crlf >= 0:
+                cut = bare + 2 if bare >= 0 else crlf + 3  # a bare LF's end can only come first
                 block = bytes(buffer[:cut])
                 del buffer[:cut]
                 return block
@@ -139,6 +143,11 @@ class _AnswerReader:
 
     def exactly(self, size: int) -> bytes:
         """``size`` bytes, straight into one buffer; malformed if the peer closes first."""
+        buffer = self.buffer
+        if len(buffer) >= size:  # the usual small answer: it came with its head
+            body = bytes(buffer[:size])
+            del buffer[:size]
+            return body
         out = bytearray(size)
         view = memoryview(out)
         have = min(size, len(self.buffer))
@@ -206,21 +215,28 @@ def _read_head(reader: _AnswerReader) -> _Head:
         text = block.decode("latin-1")
         if not (text.endswith("\n\n") or text.endswith("\n\r\n")):  # the peer closed inside it
             raise _Malformed("it ended inside the headers" if "\n" in text else "it ended before a status line")
-        lines = text.split("\n")[:-2]  # the blank line and what follows its newline
-        status_line = lines[0].rstrip("\r")
+        first = text.find("\n")
+        status_line = text[:first].rstrip("\r")
         parts = status_line.split(None, 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (len(parts[1]) == 3 and parts[1].isdigit()):
             raise _Malformed(f"status line {status_line[:60].encode('latin-1')!r}")
-        if len(lines) - 1 > MAX_HEADERS:
+        if text.count("\n") - 2 > MAX_HEADERS:  # the status line's newline and the blank line's are not headers
             raise _Malformed(f"got more than {MAX_HEADERS} headers")
-        if max(map(len, lines)) > MAX_LINE:
+        if len(text) > MAX_LINE and max(map(len, text.split("\n"))) > MAX_LINE:
             raise _Malformed(f"a line of over {MAX_LINE} bytes")
         version, status = parts[0], int(parts[1])
         if "\n " in text or "\n\t" in text:
-            headers = _folded_headers(lines[1:])
-        else:  # the usual head: every header in one pass of one expression
-            headers = {name.strip().lower(): value for name, value in _HEADER.findall(text, len(lines[0]))
-                       if name.strip()}
+            headers = _folded_headers(text.split("\n")[1:-2])
+        elif text.count("\n") == text.count("\r\n"):  # the usual head: CRLF throughout
+            headers = {}
+            for line in text[first + 1:-4].split("\r\n"):
+                name, colon, value = line.partition(":")
+                key = name.strip().lower()
+                if colon and key:
+                    headers[key] = value.strip(" \t")
+        else:  # bare LFs: every header in one pass of one expression
+            headers = {key: value for name, value in _HEADER.findall(text, first)
+                       if (key := name.strip().lower())}
         if not 100 <= status < 200:
             return _Head(version, status, headers)
 
@@ -301,7 +317,8 @@ class Exchange:
             body = reader.exactly(length)
         else:
             body = reader.until_close(max_bytes)
-        tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
+        connection = headers.get("connection")
+        tokens = {t.strip() for t in connection.lower().split(",")} if connection else set()
         if head.version == "HTTP/1.0":
             will_close = "keep-alive" not in tokens
         else:

@@ -30,18 +30,28 @@ class Opener(Protocol):
     def __call__(self, url: str, *, timeout: float, max_bytes: int) -> HttpResponse: ...
 
 
+#: Addresses already parsed from URLs (``host:port`` text to host and port), so a burst of
+#: requests to one game parses its address once.
+_ADDRESSES: dict[str, tuple[str, int]] = {}
+
+
 def _split_url(url: str) -> tuple[str, int, str]:
     if not url.startswith("http://"):
         raise TransportError("malformed", f"only http:// URLs are supported, not {url!r}")
-    rest = url[len("http://"):]
-    hostport, _, path = rest.partition("/")
-    host, _, port_text = hostport.rpartition(":")
-    if not host or not port_text.isdigit():
-        raise TransportError("malformed", f"URL {url!r} has no host:port")
-    if not 1 <= int(port_text) <= 65535:
-        # getaddrinfo would silently wrap 70000 to 4464: refuse instead of asking the wrong port.
-        raise TransportError("malformed", f"URL {url!r} has a port outside 1-65535")
-    return host.strip("[]"), int(port_text), "/" + path
+    slash = url.find("/", 7)
+    hostport, path = (url[7:slash], url[slash:]) if slash >= 0 else (url[7:], "/")
+    address = _ADDRESSES.get(hostport)
+    if address is None:
+        host, _, port_text = hostport.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise TransportError("malformed", f"URL {url!r} has no host:port")
+        if not 1 <= int(port_text) <= 65535:
+            # getaddrinfo would silently wrap 70000 to 4464: refuse instead of asking the wrong port.
+            raise TransportError("malformed", f"URL {url!r} has a port outside 1-65535")
+        address = (host.strip("[]"), int(port_text))
+        if len(_ADDRESSES) < 1024:
+            _ADDRESSES[hostport] = address
+    return address[0], address[1], path
 
 
 def _connect(host: str, port: int, timeout: float) -> socket.socket:
