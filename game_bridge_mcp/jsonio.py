@@ -93,7 +93,7 @@ def large_documents_scope() -> Iterator[None]:
             _resume_gc()
 
 
-def _parse_large(text: str, constant: Any) -> Any:
+def _parse_large(text: str, constant: json.JSONDecoder) -> Any:
     """``json.loads`` of a large text with the collector paused: for the rest of the call
     in a :func:`large_documents_scope`, else for the parse."""
     if getattr(_scope, "active", False):
@@ -101,14 +101,14 @@ def _parse_large(text: str, constant: Any) -> Any:
         if since is None:
             _pause_gc()
             _scope.since = time.monotonic()
-            return json.loads(text, parse_constant=constant)
+            return constant.decode(text)
         if isinstance(since, float) and time.monotonic() - since < HOLD_PAUSE_S:
-            return json.loads(text, parse_constant=constant)
+            return constant.decode(text)
         if isinstance(since, float):
             _resume_gc()
             _scope.since = "expired"  # the rest of this call pauses for each parse
     with _gc_paused():
-        return json.loads(text, parse_constant=constant)
+        return constant.decode(text)
 
 
 def count_values(body: bytes) -> int:
@@ -135,7 +135,7 @@ def decode_json_taking(holder: list[bytes], *, strict: bool = False) -> Any:
     keeps no other reference, the bytes are released once they are text, before the
     document is built (a large ``/state``'s size less at the call's peak)."""
     body = holder.pop()
-    constant = _reject_constant if strict else _no_constant
+    decoder = _STRICT if strict else _LENIENT
     values = count_values(body)
     if values > MAX_VALUES:
         raise ValueError(f"has {values:,} objects, arrays and commas, more than the {MAX_VALUES:,} the bridge "
@@ -145,11 +145,11 @@ def decode_json_taking(holder: list[bytes], *, strict: bool = False) -> Any:
     try:
         # JSON on the wire and in files is UTF-8 (RFC 8259): never sniffed as UTF-16/32; a
         # leading byte-order mark is ignored, as the RFC allows (editors write one).
-        text = body.decode("utf-8-sig")
+        text = (body[3:] if body[:3] == _BOM else body).decode("utf-8")
         del body
         if large:
-            return _parse_large(text, constant)
-        return json.loads(text, parse_constant=constant)
+            return _parse_large(text, decoder)
+        return decoder.decode(text)
     except RecursionError:
         raise ValueError("is nested too deeply to parse") from None
     except UnicodeDecodeError:
@@ -172,6 +172,13 @@ class _NotJson(ValueError):
 
 def _reject_constant(name: str) -> None:
     raise _NotJson(f"contains {name}, which is not JSON (strict parsers reject it)")
+
+
+#: The decoders, made once (``json.loads`` with any option makes one per call). Stateless
+#: between documents, so every thread shares them.
+_LENIENT = json.JSONDecoder(parse_constant=_no_constant)
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)
+_BOM = b"\xef\xbb\xbf"
 
 
 
