@@ -50,24 +50,29 @@ class Cancelled(BaseException):
 
 
 class CancelToken:
-    """Set once, by whoever owns the call; read by every wait in it. Thread-safe."""
+    """Set once, by whoever owns the call; read by every wait in it. Thread-safe. Every
+    call has one, and most are never waited on nor cancelled: the Event a wait sleeps on
+    is made by the first wait."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._next = 0
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self) -> None:
         """Cancel: wake every wait and run every registered callback (once)."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = list(self._callbacks.values()), {}
         for callback in callbacks:
             try:
@@ -77,12 +82,18 @@ class CancelToken:
 
     def wait(self, timeout_s: float) -> bool:
         """Sleep up to ``timeout_s``; True (at once) when cancelled meanwhile."""
-        return self._event.wait(max(0.0, timeout_s))
+        with self._lock:
+            if self._cancelled:
+                return True
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        return event.wait(max(0.0, timeout_s))
 
     def add_callback(self, callback: Callable[[], None]) -> int | None:
         """Run ``callback`` on cancellation; None (and not run) if already cancelled."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return None
             self._next += 1
             self._callbacks[self._next] = callback
