@@ -73,6 +73,21 @@ def test_bare_newlines_are_accepted(serve: Any) -> None:
     assert get(serve(b"HTTP/1.1 200 OK\nContent-Length: 2\n\n{}")).body == b"{}"
 
 
+HEAD_LINES = [b"HTTP/1.1 200 OK", b"Content-Length: 2", b"X-Tabbed:\t a value \t", b"no colon here",
+              b": no name", b"X-Url: http://host:1/path", b"x-twice: first", b"X-Twice: second",
+              b"Spaced-Name  : v", b"X-Empty:"]
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n"], ids=["CRLF", "LF"])
+def test_headers_read_alike_whatever_the_line_ending(serve: Any, ending: bytes) -> None:
+    """Lines without a name or a colon are skipped, values trimmed of spaces and tabs, a
+    colon inside a value kept, names lower-cased and trimmed, a repeated name keeps its last."""
+    answer = get(serve(ending.join(HEAD_LINES) + ending + ending + b"{}"))
+    assert answer.body == b"{}"
+    assert dict(answer.headers) == {"content-length": "2", "x-tabbed": "a value", "x-url": "http://host:1/path",
+                                    "x-twice": "second", "spaced-name": "v", "x-empty": ""}
+
+
 def test_chunk_extensions_and_trailers(serve: Any) -> None:
     answer = get(serve(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                        b"2;name=value\r\n{\"\r\nA\r\na\": 12345}\r\n0\r\nX-Trailer: yes\r\n\r\n"))

@@ -240,6 +240,12 @@ def test_decode_json_turns_non_json_numbers_into_none() -> None:
         "a": None, "b": None, "c": None, "d": [None], "e": 1.5}
 
 
+def test_decode_json_skips_one_byte_order_mark() -> None:
+    assert decode_json(b'\xef\xbb\xbf{"a": "\xc3\xa9"}') == {"a": "\u00e9"}
+    with pytest.raises(ValueError):
+        decode_json(b"\xef\xbb\xbf\xef\xbb\xbf{}")  # a second one is not JSON
+
+
 @pytest.mark.parametrize("body,reason", [
     (b"[" * 100_000, "nested too deeply"),
     (b'{"a": ' * 100_000, "nested too deeply"),
