@@ -73,17 +73,24 @@ def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = N
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
+#: The encoders of results, made once (``json.dumps`` with options makes one per call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+#: A JSON string of a text, as ``json.dumps(text, ensure_ascii=False)`` writes it.
+_quoted: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
 def _dumps(value: Any) -> str:
     """A result as the agent reads it: compact JSON (no spaces after separators: an agent
     pays for every character)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT.encode(value)
 
 
 def _dumps_strict(value: Any) -> tuple[str, bool]:
     """The text of a value, and whether it is strict JSON (no NaN or Infinity) so it can
     stand as the structuredContent too."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False), True
+        return _STRICT.encode(value), True
     except ValueError:
         return _dumps(value), False
 
@@ -128,7 +135,9 @@ def _result_parts(value: dict[str, Any]) -> tuple[str, Any, bool, ImagePayload |
     text, strict = _dumps_strict(value)
     # The SDK's serializer gives up (and takes the session down) past a few hundred levels:
     # a deeper answer's structuredContent is cut at STRUCTURED_DEPTH (the text stays whole).
-    structured = value if _nests_within(value, STRUCTURED_DEPTH) else _cut_deep(value, STRUCTURED_DEPTH)
+    # A text with fewer brackets than that cannot nest so deep (the usual answer: no walk).
+    shallow = text.count("{") + text.count("[") <= STRUCTURED_DEPTH or _nests_within(value, STRUCTURED_DEPTH)
+    structured = value if shallow else _cut_deep(value, STRUCTURED_DEPTH)
     return text, structured, strict, image if isinstance(image, ImagePayload) else None
 
 
@@ -155,6 +164,11 @@ def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult)
     return b"".join(call_result_chunks(ident, [outcome]))
 
 
+def _json_id(ident: Any) -> str:
+    """A request id as ``json.dumps`` writes it (an int's digits; a string quoted, ASCII)."""
+    return str(ident) if type(ident) is int else json.dumps(ident)
+
+
 def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult]) -> list[bytes]:
     """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
     empties): a large value is let go as soon as its text is made, and each copy of the
@@ -162,7 +176,7 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
     (three while the text is encoded as the structuredContent), not six (the value, its
     text, the escaped text, the structuredContent, the line, its bytes)."""
     outcome = holder.pop()
-    head = ('{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":').encode("utf-8")
+    head = ('{"jsonrpc":"2.0","id":' + _json_id(ident) + ',"result":').encode("utf-8")
     if not isinstance(outcome, dict):
         dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
@@ -171,7 +185,7 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
     if not strict or structured is not outcome:  # NaN in a host's value, or cut deep: as the SDK renders it
         return call_result_chunks(ident, [result_of_parts(text, structured, image)])
     del outcome, structured  # the text stands for the value from here on: it IS the structuredContent
-    escaped = json.dumps(text, ensure_ascii=False).encode("utf-8")
+    escaped = _quoted(text).encode("utf-8")
     tail = b"}"
     if image is not None:
         tail += (b',{"type":"image","data":"' + base64.b64encode(image.data) + b'","mimeType":'

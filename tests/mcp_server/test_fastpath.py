@@ -283,3 +283,27 @@ def test_progress_and_sdk_output_share_stdout_as_whole_lines(tmp_path: Path, gua
         assert [p["progress"] for p in progress] == sorted(p["progress"] for p in progress)
     finally:
         stop(raw)
+
+
+def nested(depth: int, leaf: Any = "bottom") -> Any:
+    value = leaf
+    for level in range(depth):
+        value = {"d": value} if level % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize("padding", [0, 100], ids=["few brackets", "brackets in strings"])
+def test_structured_content_is_cut_below_its_depth_alike_on_both_paths(padding: int) -> None:
+    """An answer nested STRUCTURED_DEPTH deep goes out whole; one level more is cut there, on
+    the fast path's line exactly as in the SDK's result (whether the text has few brackets,
+    so no walk is needed, or many inside strings, so the tree is walked)."""
+    from game_bridge_mcp.mcp_server.adapter import (STRUCTURED_DEPTH, TOO_DEEP, call_result_line,
+                                                    result_of)
+
+    for depth, cut in ((STRUCTURED_DEPTH - 1, False), (STRUCTURED_DEPTH, True)):
+        value = {"port": 1, "note": "{[" * padding, "deep": nested(depth)}
+        line = json.loads(call_result_line(3, dict(value)))
+        sdk = result_of(dict(value)).model_dump(by_alias=True, mode="json", exclude_none=True)
+        assert line["result"]["structuredContent"] == sdk["structuredContent"]
+        assert (TOO_DEEP in json.dumps(line["result"]["structuredContent"])) is cut
+        assert json.loads(line["result"]["content"][0]["text"]) == value  # the text is always whole
