@@ -5,7 +5,7 @@ frames"). Pure and thread-safe."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: A transition bracketed more loosely than this fraction of a period does not anchor.
 ANCHOR_WIDTH_FRACTION = 0.5
@@ -27,8 +27,10 @@ TOLERANCE_S = 0.0002
 TOLERANCE_FRACTION = 0.05
 
 
-@dataclass(frozen=True)
-class _Seen:
+class _Seen(NamedTuple):
+    """An answer that reported ``frame``, asked at ``sent`` and in at ``received`` (one is
+    made for every answer: a named tuple is the cheapest record to make)."""
+
     frame: int
     sent: float
     received: float
@@ -188,19 +190,31 @@ class FrameClock:
         if len(anchors) < 2:
             self._line = (frame, start)
             return
-        # Frames counted from the first anchor: exact whatever the game's frame numbers
-        # are (a float mean of numbers near 2**53 would lose the differences that matter).
-        origin = anchors[0][0]
-        mean_frame = sum(a[0] - origin for a in anchors) / len(anchors)
-        mean_start = sum(a[1] for a in anchors) / len(anchors)
-        spread = sum((a[0] - origin - mean_frame) ** 2 for a in anchors)
+        # Frames and starts counted from the first anchor: exact whatever the game's frame
+        # numbers are (a float mean of numbers near 2**53 would lose the differences that
+        # matter), and small numbers to sum. One pass: this runs for most answers.
+        origin, first_start, _ = anchors[0]
+        count = len(anchors)
+        sum_x = sum_y = sum_xx = sum_xy = widest = 0.0
+        for anchor_frame, anchor_start, anchor_width in anchors:
+            x = anchor_frame - origin
+            y = anchor_start - first_start
+            sum_x += x
+            sum_y += y
+            sum_xx += x * x
+            sum_xy += x * y
+            if anchor_width > widest:
+                widest = anchor_width
+        mean_frame = sum_x / count
+        spread = sum_xx - sum_x * mean_frame
         frames = anchors[-1][0] - origin
         if spread <= 0 or frames <= 0:
             self._line = (frame, start)
             return
-        slope = sum((a[0] - origin - mean_frame) * (a[1] - mean_start) for a in anchors) / spread
-        error = max(a[2] for a in anchors) / frames
+        slope = (sum_xy - sum_x * sum_y / count) / spread
+        error = widest / frames
         if slope > 0 and error <= PERIOD_ERROR_FRACTION * slope:
+            mean_start = first_start + sum_y / count
             self._period = slope
             self._period_is_fine = True
             self._line = (origin + int(round(mean_frame)), mean_start + (round(mean_frame) - mean_frame) * slope)
