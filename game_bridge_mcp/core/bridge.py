@@ -23,7 +23,7 @@ from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, check_composites
 from .host import Host, Instance, Progress
 from .screenshot import Screenshots
-from .tools.table import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOLS, tool_def
+from .tools.table import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
 from .tools.unit import ToolDef, check_arguments
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class Bridge:
     def _run_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
                   progress: Progress | None) -> dict[str, Any]:
         tool = tool_def(name)
-        if tool is None or tool not in TOOLS:
+        if tool is None or name not in TOOL_NAMES:
             known = ", ".join(t.name for t in TOOLS)
             raise BridgeUsageError(f"Unknown tool '{name}'. The tools are: {known}. Game and bridge tools are reached through call_tool.")
         try:

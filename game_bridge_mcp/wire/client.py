@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 import threading
 import time
 import urllib.parse
@@ -54,6 +55,15 @@ def _format_arg(value: Any) -> str:
     if isinstance(value, (int, float)):
         return json.dumps(value)
     return json.dumps(value, separators=(",", ":"))
+
+
+#: What ``urllib.parse.quote_plus`` leaves as it is.
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def _quoted(text: str) -> str:
+    """``urllib.parse.quote_plus(text)``, without its work for the usual name or number."""
+    return text if _URL_SAFE.fullmatch(text) else urllib.parse.quote_plus(text)
 
 
 #: At most this many feature names are kept, each at most this long.
@@ -387,7 +397,7 @@ class GameClient:
             if key == CMD:
                 raise BridgeUsageError("An argument may not be called 'cmd': the contract uses that key for the command name.")
             query.append((str(key), _format_arg(value)))
-        path = "/command?" + urllib.parse.urlencode(query)
+        path = "/command?" + "&".join(_quoted(key) + "=" + _quoted(value) for key, value in query)
         if len(path) > MAX_COMMAND_URL:
             raise BridgeUsageError(
                 f"The arguments of command '{cmd}' make a /command URL of {len(path):,} bytes, over the "
