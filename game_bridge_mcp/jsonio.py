@@ -13,7 +13,7 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ContextManager, Iterator
 
 #: Bodies at least this large are decoded with the cyclic garbage collector paused.
 PAUSE_GC_BYTES = 256 * 1024
@@ -71,26 +71,31 @@ _scope = threading.local()
 HOLD_PAUSE_S = 1.0
 
 
-@contextlib.contextmanager
-def large_documents_scope() -> Iterator[None]:
+class _LargeDocuments:
+    __slots__ = ("_outer",)
+
+    def __enter__(self) -> None:
+        self._outer = not getattr(_scope, "active", False)
+        if self._outer:
+            _scope.active, _scope.since = True, None
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._outer:
+            since = _scope.since
+            _scope.active, _scope.since = False, None
+            if isinstance(since, float):
+                _resume_gc()
+
+
+def large_documents_scope() -> ContextManager[None]:
     """One call's worth of large documents (the Bridge runs each tool call in one): the
     collector, paused to parse the first large document, stays paused until the call
     ends (for at most :data:`HOLD_PAUSE_S`), so the document is freed by its reference
     counts before the collector runs again. Resumed right after the parse, the collector
     would scan the whole new document once, its objects counted as young (about a fifth
     of a 10 MB ``/state``'s parse), only for them to be freed moments later. Nested
-    scopes are the outer one's."""
-    if getattr(_scope, "active", False):
-        yield
-        return
-    _scope.active, _scope.since = True, None
-    try:
-        yield
-    finally:
-        since = _scope.since
-        _scope.active, _scope.since = False, None
-        if isinstance(since, float):
-            _resume_gc()
+    scopes are the outer one's. (A class, not a generator: every call enters one.)"""
+    return _LargeDocuments()
 
 
 def _parse_large(text: str, constant: json.JSONDecoder) -> Any:

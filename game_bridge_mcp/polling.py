@@ -4,12 +4,11 @@ Standard library only; the clock and the sleep are injectable."""
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
 import threading
 import time
-from typing import Callable, Iterator, TypeVar, Union
+from typing import Any, Callable, ContextManager, TypeVar, Union
 
 T = TypeVar("T")
 Seconds = Union[float, Callable[[], float]]
@@ -113,14 +112,26 @@ def current_token() -> CancelToken | None:
     return _current.get()
 
 
-@contextlib.contextmanager
-def cancel_scope(token: CancelToken | None) -> Iterator[None]:
+class _Set:
+    """``with`` a context variable set to a value, then reset: the scopes below, as classes
+    (every call enters several; a generator-based context manager costs several times more)."""
+
+    __slots__ = ("_var", "_value", "_reset")
+
+    def __init__(self, var: "contextvars.ContextVar[Any]", value: Any) -> None:
+        self._var = var
+        self._value = value
+
+    def __enter__(self) -> None:
+        self._reset = self._var.set(self._value)
+
+    def __exit__(self, *_exc: object) -> None:
+        self._var.reset(self._reset)
+
+
+def cancel_scope(token: CancelToken | None) -> ContextManager[None]:
     """Run the block as part of the call ``token`` belongs to."""
-    reset = _current.set(token)
-    try:
-        yield
-    finally:
-        _current.reset(reset)
+    return _Set(_current, token)
 
 
 def cancel_requested() -> bool:
@@ -159,22 +170,29 @@ def sleep(seconds: float) -> None:
 _cancellable_sleep = sleep  # poll_until's ``sleep`` argument hides the name
 
 
-@contextlib.contextmanager
-def on_cancel(callback: Callable[[], None]) -> Iterator[None]:
+class _OnCancel:
+    __slots__ = ("_callback", "_token", "_handle")
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+
+    def __enter__(self) -> None:
+        token = self._token = _current.get()
+        if token is not None:
+            handle = self._handle = token.add_callback(self._callback)
+            if handle is None:
+                raise Cancelled()
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is not None:
+            self._token.remove_callback(self._handle)
+
+
+def on_cancel(callback: Callable[[], None]) -> ContextManager[None]:
     """Run ``callback`` at once if the call is cancelled while the block runs (from the
     cancelling thread: it must be quick and thread-safe, e.g. shutting down a socket).
     Raises :class:`Cancelled` on entry when the call is already cancelled."""
-    token = _current.get()
-    if token is None:
-        yield
-        return
-    handle = token.add_callback(callback)
-    if handle is None:
-        raise Cancelled()
-    try:
-        yield
-    finally:
-        token.remove_callback(handle)
+    return _OnCancel(callback)
 
 
 #: Seconds between progress reports of one call (and before its first).
@@ -204,17 +222,12 @@ class _Throttled:
 _progress: contextvars.ContextVar[_Throttled | None] = contextvars.ContextVar("game_bridge_progress", default=None)
 
 
-@contextlib.contextmanager
 def progress_scope(callback: ProgressFn | None, *, interval_s: float | None = None,
-                   clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+                   clock: Callable[[], float] = time.monotonic) -> ContextManager[None]:
     """Run the block with ``callback`` receiving its waits' progress, at most once every
     ``interval_s`` (default :data:`PROGRESS_INTERVAL_S`); None: no progress."""
     every = PROGRESS_INTERVAL_S if interval_s is None else interval_s
-    reset = _progress.set(_Throttled(callback, every, clock) if callback is not None else None)
-    try:
-        yield
-    finally:
-        _progress.reset(reset)
+    return _Set(_progress, _Throttled(callback, every, clock) if callback is not None else None)
 
 
 def current_progress() -> _Throttled | None:
@@ -222,14 +235,9 @@ def current_progress() -> _Throttled | None:
     return _progress.get()
 
 
-@contextlib.contextmanager
-def progress_of(reporter: _Throttled | None) -> Iterator[None]:
+def progress_of(reporter: _Throttled | None) -> ContextManager[None]:
     """Run the block (in another thread) reporting to a call's reporter from :func:`current_progress`."""
-    reset = _progress.set(reporter)
-    try:
-        yield
-    finally:
-        _progress.reset(reset)
+    return _Set(_progress, reporter)
 
 
 def report_progress(done: float, total: float | None, message: str) -> None:

@@ -35,7 +35,7 @@ def event_text(event: Any) -> str | None:
     """``{"m": "merge:cherry"}`` or ``"merge:cherry"`` -> ``"merge:cherry"``."""
     if isinstance(event, str):
         return _short(event)
-    if isinstance(event, Mapping):
+    if isinstance(event, (dict, Mapping)):
         m = event.get("m")
         if isinstance(m, _SCALARS) and m is not None:
             return _short(str(m))
@@ -61,7 +61,7 @@ def recent_events(state: Mapping[str, Any], limit: int = MAX_EVENTS) -> list[str
 
 def summarise(state: Any) -> dict[str, Any]:
     """The compact digest of a ``/state`` snapshot: scalars only, bounded in size."""
-    if not isinstance(state, Mapping):
+    if not isinstance(state, (dict, Mapping)):
         return {}
     out: dict[str, Any] = {}
     for key in ("frame", "simFrame", "completedCommandId", "paused"):
@@ -69,7 +69,7 @@ def summarise(state: Any) -> dict[str, Any]:
         if value is not _MISSING and isinstance(value, _SCALARS):
             out[key] = _short(value)
     ui = state.get("ui")
-    if isinstance(ui, Mapping):
+    if isinstance(ui, (dict, Mapping)):
         screen = ui.get("screen")
         if isinstance(screen, _SCALARS) and screen is not None:
             out["screen"] = _short(str(screen))
@@ -77,7 +77,7 @@ def summarise(state: Any) -> dict[str, Any]:
         if isinstance(elements, list):
             labels = []
             for element in elements:
-                if isinstance(element, Mapping) and element.get("visible", True) is not False:
+                if isinstance(element, (dict, Mapping)) and element.get("visible", True) is not False:
                     label = element.get("label")
                     if isinstance(label, (str, int, float)) and not isinstance(label, bool):
                         labels.append(_short(str(label)))
@@ -88,7 +88,7 @@ def summarise(state: Any) -> dict[str, Any]:
     if text is not None:
         out["text"] = text  # ui.text: a text picture of the screen, the cheapest way to see
     game = state.get("game")
-    if isinstance(game, Mapping):
+    if isinstance(game, (dict, Mapping)):
         scalars = {}
         for key, value in game.items():
             if isinstance(value, _SCALARS):
@@ -103,7 +103,7 @@ def summarise(state: Any) -> dict[str, Any]:
 def screen_text(state: Mapping[str, Any]) -> str | None:
     """``ui.text`` made safe to show and capped (None when the game has none)."""
     ui = state.get("ui")
-    raw = ui.get("text") if isinstance(ui, Mapping) else None
+    raw = ui.get("text") if isinstance(ui, (dict, Mapping)) else None
     if not isinstance(raw, str) or not raw.strip():
         return None
     return sanitise_text(raw, MAX_UI_TEXT) or None
@@ -122,7 +122,7 @@ def _bounded_copy(value: Any, depth: int, cut: list[bool]) -> Any:
     if depth >= MAX_VALUE_DEPTH:
         cut[0] = True
         return "…"
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         out: dict[str, Any] = {}
         for index, (key, item) in enumerate(value.items()):
             if index >= MAX_VALUE_ITEMS:
@@ -180,7 +180,7 @@ def get_path(document: Any, path: str) -> tuple[bool, Any]:
     text = path.replace("[", ".").replace("]", "")
     current = document
     for segment in (s for s in text.split(".") if s != ""):
-        if isinstance(current, Mapping):
+        if isinstance(current, (dict, Mapping)):
             if segment not in current:
                 return False, None
             current = current[segment]
@@ -203,6 +203,6 @@ def json_equal(a: Any, b: Any) -> bool:
         return a == b
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
+    if isinstance(a, (dict, Mapping)) and isinstance(b, (dict, Mapping)):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b

@@ -63,7 +63,7 @@ class EventsCursor:
         """The events of a ``/state`` snapshot that are new since the last answer; moves
         the cursor past them (they count as reported). ``advertised``: the game advertises
         ``events``, so an empty list means nothing has happened yet (the cursor starts at 0)."""
-        entries = [e for e in events if isinstance(e, (Mapping, str, int, float))] if isinstance(events, list) else []
+        entries = [e for e in events if isinstance(e, (dict, str, int, float, Mapping))] if isinstance(events, list) else []
         numbered = [e for e in entries if seq_of(e) is not None]
         with self._lock:
             if not entries and advertised and isinstance(events, list):
@@ -201,7 +201,7 @@ def get_events(shown: Shown, client: GameClient, state: Callable[[], Mapping[str
         nxt, dropped = page.next, page.dropped
     else:
         recent = state().get("events")
-        entries = [e for e in recent if isinstance(e, Mapping)] if isinstance(recent, list) else []
+        entries = [e for e in recent if isinstance(e, (dict, Mapping))] if isinstance(recent, list) else []
         if not any(seq_of(e) is not None for e in entries):
             texts = [t for t in (event_text(e) for e in (recent if isinstance(recent, list) else [])) if t is not None]
             return {"events": texts[-count:], "next": None, "dropped": None,

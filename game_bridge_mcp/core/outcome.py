@@ -45,7 +45,7 @@ def command_outcome(state: Mapping[str, Any], command_id: int | None) -> Outcome
         return Outcome(note=f"The game's commandResults is {kind_of(entries)}, not a list; ignored.")
     wrong = 0
     for entry in reversed(entries[-MAX_ENTRIES:]):
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, (dict, Mapping)):
             wrong += 1
             continue
         raw_id = entry.get("id")
@@ -90,7 +90,6 @@ ORDER = (CONTRACT_FIELDS[:7] + ("confirmationNote", "pending") + CONTRACT_FIELDS
                                   "event", "value", "lastValue", "pathFound", "initialValue")
          + DIGEST_EXTRAS[3:])
 NOTES = ("delivered", "stillPending", "pendingNote", "note", "state")
-_RANK = {name: index for index, name in enumerate(ORDER)}
 
 
 def command_answer(fields: Mapping[str, Any], digest: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -105,9 +104,11 @@ def command_answer(fields: Mapping[str, Any], digest: Mapping[str, Any] | None) 
     merged.setdefault("screen", None)
     merged.setdefault("game", {})
     merged.setdefault("events", [])
-    last = len(ORDER)
-    return dict(sorted(merged.items(),
-                       key=lambda kv: _RANK.get(kv[0], last + (NOTES.index(kv[0]) + 1 if kv[0] in NOTES else 0))))
+    answer = {name: merged.pop(name) for name in ORDER if name in merged}
+    notes = {name: merged.pop(name) for name in NOTES if name in merged}
+    answer.update(merged)  # fields ORDER does not name, as they came, before the notes
+    answer.update(notes)
+    return answer
 
 
 __all__ = ["CONTRACT_FIELDS", "DIGEST_EXTRAS", "MAX_REASON", "MAX_RESULT", "ORDER", "Outcome", "command_answer",

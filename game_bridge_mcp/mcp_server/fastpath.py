@@ -45,7 +45,11 @@ class FastPath:
         self._queued: dict[Any, _Call] = {}  # waiting for a place, in arrival order
         self._version: str | None = None
         self._initialized = False
-        self._lock = threading.Condition()
+        #: Guards the calls running and queued (a plain lock, entered on every call); ``_ended``
+        #: waits on it for the running calls to end, once ``close`` is waiting.
+        self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)
+        self._closing = False
         self._running: dict[Any, polling.CancelToken] = {}
         self._pool = ThreadPoolExecutor(max_workers=max_calls, thread_name_prefix="gb-call")
         #: Calls this path has answered (for tests and benchmarks).
@@ -161,9 +165,9 @@ class FastPath:
 
     @property
     def full(self) -> bool:
-        """Whether the queue is full: the reader reads no more lines until it is not."""
-        with self._lock:
-            return len(self._queued) >= self.max_queued
+        """Whether the queue is full: the reader reads no more lines until it is not. (Asked
+        before every line read: no lock, a dict's length is read whole.)"""
+        return len(self._queued) >= self.max_queued
 
     @property
     def queued(self) -> int:
@@ -207,7 +211,8 @@ class FastPath:
         finally:
             with self._lock:
                 self._running.pop(ident, None)
-                self._lock.notify_all()
+                if self._closing:
+                    self._ended.notify_all()
 
     def _progress(self, progress_token: Any) -> Callable[[float, float | None, str], None] | None:
         if progress_token is None:
@@ -231,12 +236,13 @@ class FastPath:
     def close(self, timeout_s: float = 1.0) -> None:
         """Cancel what is still running and give it ``timeout_s`` to end (stdin closed)."""
         with self._lock:
+            self._closing = True
             self._queued.clear()  # never started: nothing to wait for
             tokens = list(self._running.values())
         for token in tokens:
             token.cancel()
         with self._lock:
-            self._lock.wait_for(lambda: not self._running, timeout_s)
+            self._ended.wait_for(lambda: not self._running, timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property

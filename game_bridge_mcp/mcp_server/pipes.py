@@ -170,6 +170,8 @@ class Writer:
     def stalled_for(self) -> float:
         """How long messages have been waiting to go out without a byte moving (0 when
         nothing waits): a client that stopped reading its answers."""
+        if not self._pending:  # asked before every line read: the usual answer needs no lock
+            return 0.0
         with self._counts:
             return time.monotonic() - self._progress if self._pending else 0.0
 

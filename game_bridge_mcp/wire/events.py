@@ -11,7 +11,7 @@ from ..jsonio import as_int
 
 
 def seq_of(event: Any) -> int | None:
-    return as_int(event.get("seq")) if isinstance(event, Mapping) else None
+    return as_int(event.get("seq")) if isinstance(event, (dict, Mapping)) else None
 
 
 @dataclass(frozen=True)
@@ -25,12 +25,12 @@ class Page:
 
 def read_page(doc: Any, since: int) -> Page:
     """A ``/events`` answer checked against docs/contract.md; ValueError saying what is wrong."""
-    if not isinstance(doc, Mapping):
+    if not isinstance(doc, (dict, Mapping)):
         raise ValueError("is not a JSON object")
     events = doc.get("events")
     if not isinstance(events, list):
         raise ValueError("has no 'events' list")
-    kept = [e for e in events if isinstance(e, Mapping) and seq_of(e) is not None]
+    kept = [e for e in events if isinstance(e, (dict, Mapping)) and seq_of(e) is not None]
     if len(kept) != len(events):
         raise ValueError("has events without a whole-number 'seq'")
     nxt = as_int(doc.get("next"))

@@ -150,9 +150,7 @@ class KeepAliveSession:
                 if not retry:
                     raise
             else:
-                with self._lock:
-                    self.reused += 1
-                self._keep(host, port, sock, exchange)
+                self._keep(host, port, sock, exchange, reused=True)
                 return response
         sock = _connect(host, port, max(deadline - time.monotonic(), 0.001))
         exchange = Exchange()
@@ -176,11 +174,15 @@ class KeepAliveSession:
                 continue
             return sock
 
-    def _keep(self, host: str, port: int, sock: socket.socket, exchange: Exchange) -> None:
+    def _keep(self, host: str, port: int, sock: socket.socket, exchange: Exchange, *, reused: bool = False) -> None:
         if not exchange.reusable:
             sock.close()
+            if reused:
+                with self._lock:
+                    self.reused += 1
             return
         with self._lock:
+            self.reused += reused
             held = self._idle.setdefault((host, port), [])
             held.append((sock, time.monotonic()))
             extra = held[:-self.max_idle]

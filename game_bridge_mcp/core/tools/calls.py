@@ -86,7 +86,7 @@ def call_tool(bridge: Host, *, name: Any, arguments: Any = None, until: Any = No
     wait = Until.parse(until)
     if arguments is None:
         arguments = {}
-    if not isinstance(arguments, Mapping):
+    if not isinstance(arguments, (dict, Mapping)):
         raise BridgeUsageError(f"call_tool: 'arguments' must be a JSON object, not {type(arguments).__name__}.")
     args = dict(arguments)
     inner_port = args.pop("port", None)
@@ -130,7 +130,7 @@ def _passthrough(bridge: Host, port: int, name: str, args: dict[str, Any], *,
     except CommandRejected as exc:
         manifest = bridge.manifest(port)
         rejected = exc.answer
-        listed = rejected.get("commands") if isinstance(rejected, Mapping) else None
+        listed = rejected.get("commands") if isinstance(rejected, (dict, Mapping)) else None
         accepted = sorted({t.name for t in manifest.tools()}
                           | {str(c) for c in (listed if isinstance(listed, list) else []) if isinstance(c, (str, int))}
                           | _BRIDGE_NAMES | {c.name for c in suited(bridge.composites, manifest)})

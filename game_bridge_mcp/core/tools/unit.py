@@ -98,10 +98,10 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
     closed schemas) and return them as a dict. Raises BridgeUsageError naming the problem."""
     if arguments is None:
         arguments = {}
-    if not isinstance(arguments, Mapping):
+    if not isinstance(arguments, (dict, Mapping)):
         raise BridgeUsageError(f"{tool}: arguments must be a JSON object, not {type(arguments).__name__}.")
     raw_props = schema.get("properties")
-    props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
+    props: Mapping[str, Any] = raw_props if isinstance(raw_props, (dict, Mapping)) else {}
     for name in schema.get("required", []) or []:
         if arguments.get(name) is None:
             raise BridgeUsageError(f"{tool}: the argument '{name}' is required. Call describe_toolset to see the schema.")
@@ -112,7 +112,7 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
                 known = ", ".join(sorted(props)) or "none"
                 raise BridgeUsageError(f"{tool}: unknown argument '{name}'. It takes: {known}.")
             continue
-        if not isinstance(spec, Mapping) or value is None:
+        if not isinstance(spec, (dict, Mapping)) or value is None:
             continue
         expected = spec.get("type")
         if expected is not None and not _type_ok(value, expected):
