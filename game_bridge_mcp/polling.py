@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import sys
 import threading
 import time
 from typing import Any, Callable, ContextManager, TypeVar, Union
@@ -147,10 +148,35 @@ def check_cancelled() -> None:
         raise Cancelled()
 
 
+#: Linux's prctl option for a thread's timer slack, and the slack asked for (ns).
+PR_SET_TIMERSLACK = 29
+FINE_TIMER_SLACK_NS = 1000
+_fine_timers = threading.local()
+
+
+def fine_timers() -> None:
+    """Make this thread's timed waits end when asked: Linux lets a thread's sleeps run up to
+    its timer slack late (50 us by default), and a confirmation's sleep until just before
+    a predicted frame start then polls that much after it (a 300 us sleep measured 384 us,
+    335 with this). Once per thread; nothing where the system has no such setting."""
+    if getattr(_fine_timers, "done", False):
+        return
+    _fine_timers.done = True
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, FINE_TIMER_SLACK_NS, 0, 0, 0)
+        except (OSError, AttributeError, ImportError):
+            pass
+
+
 def sleep(seconds: float) -> None:
     """``time.sleep`` that ends early, raising :class:`Cancelled`, when the call is
     cancelled. Short sleeps (the sub-millisecond polls of a confirmation) stay plain
-    sleeps, checked before and after, so they cost what they cost before."""
+    sleeps, checked before and after, so they cost what they cost before. The thread's
+    timers are made precise first (:func:`fine_timers`)."""
+    fine_timers()
     token = _current.get()
     if token is None:
         if seconds > 0:

@@ -1,6 +1,10 @@
-"""polling.poll_until and Deadline: the one shape of waiting, on a fake clock."""
+"""polling.poll_until and Deadline: the one shape of waiting, on a fake clock; and the fine
+timers a thread that sleeps through polling gets."""
 
 from __future__ import annotations
+
+import sys
+import threading
 
 import pytest
 
@@ -66,3 +70,34 @@ def test_deadline_from_a_given_start_and_remaining_ms_rounds_up() -> None:
     assert deadline.remaining_ms() == 1 and not deadline.expired
     t.now = 101.0
     assert deadline.expired and deadline.remaining_s() == 0.0 and deadline.remaining_ms() == 1
+
+
+PR_GET_TIMERSLACK = 30
+
+
+def thread_timer_slack_ns() -> int:
+    """This thread's timer slack, as the kernel has it."""
+    import ctypes
+
+    return int(ctypes.CDLL(None).prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux thread attribute")
+def test_a_thread_that_sleeps_through_polling_gets_fine_timers() -> None:
+    """Linux lets a sleep end up to the thread's timer slack late (50 us by default): a
+    confirmation sleeping until just before a frame would poll that much after it. The
+    first polling.sleep of a thread narrows its slack; other threads keep theirs."""
+    from game_bridge_mcp import polling
+
+    seen: dict[str, int] = {}
+
+    def worker() -> None:
+        seen["before"] = thread_timer_slack_ns()
+        polling.sleep(0.0001)
+        seen["after"] = thread_timer_slack_ns()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(10)
+    assert seen["before"] > polling.FINE_TIMER_SLACK_NS  # the system's default, untouched until then
+    assert seen["after"] == polling.FINE_TIMER_SLACK_NS
