@@ -7,6 +7,7 @@ from typing import Callable, Protocol
 
 from ..contract import CONFIRMED_BY_ID
 from ..errors import CommandTimeout, GameOffline
+from ..polling import Naps
 from .frames import FrameClock
 from .known import Known, counter
 from .strategy import PENDING_FRAMES, Job, Requests, remaining_ms, verdict
@@ -114,7 +115,8 @@ class Polling:
         self.known = known
         self.frames = frames
         self.clock = clock
-        self._sleep = sleep
+        #: Sleeps until a moment (a frame's start), aimed by how late this host wakes.
+        self._naps = Naps(sleep, clock)
 
     def poll_for(self, command_id: int | None) -> Poll:
         """The kind of poll to ask now."""
@@ -126,7 +128,7 @@ class Polling:
         base_frame = job.queued_frame
         plan = self.frame_plan(job.queued_frame, self.clock(), job.digest)
         if plan is not None:  # the command runs on a later frame: no use asking sooner
-            self._sleep(max(0.0, min(plan[0], job.deadline) - self.clock()))
+            self._naps.nap(min(plan[0], job.deadline) - self.clock())
         expected_start = plan[1] if plan is not None else None
         while True:
             try:
@@ -154,7 +156,7 @@ class Polling:
                                      lastCompletedCommandId=counter(last.get("completedCommandId")),
                                      lastFrame=counter(last.get("frame")))
             pause, interval = self.next_wait(job.queued_frame, interval, job.command_id, now, job.digest)
-            self._sleep(min(pause, max(0.0, job.deadline - now)))
+            self._naps.nap(min(pause, job.deadline - now))
 
     def _look(self, job: Job, base_frame: int | None, state_frame: int | None) -> dict | None:
         """One poll step: a /state snapshot worth checking, or None (not yet).

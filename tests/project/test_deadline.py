@@ -1,5 +1,5 @@
-"""polling.poll_until and Deadline: the one shape of waiting, on a fake clock; and the fine
-timers a thread that sleeps through polling gets."""
+"""polling.poll_until and Deadline: the one shape of waiting, on a fake clock; the fine timers
+a thread that sleeps through polling gets; naps that learn how late the host wakes."""
 
 from __future__ import annotations
 
@@ -101,3 +101,30 @@ def test_a_thread_that_sleeps_through_polling_gets_fine_timers() -> None:
     thread.join(10)
     assert seen["before"] > polling.FINE_TIMER_SLACK_NS  # the system's default, untouched until then
     assert seen["after"] == polling.FINE_TIMER_SLACK_NS
+
+
+def test_naps_learn_how_late_this_host_wakes_and_aim_that_much_earlier() -> None:
+    """A host that wakes every sleep 40 us late: after a few naps, a 300 us nap ends at
+    300 us; a short pause is never cut by more than half; none is asked for at all."""
+    from game_bridge_mcp.polling import NAP_MIN_SAMPLES, Naps
+
+    now = [100.0]
+    asked: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        asked.append(seconds)
+        now[0] += seconds + 0.00004
+
+    naps = Naps(sleep, lambda: now[0])
+    for _ in range(NAP_MIN_SAMPLES):
+        naps.nap(0.0003)
+    assert asked[:NAP_MIN_SAMPLES] == [0.0003] * NAP_MIN_SAMPLES  # nothing learned yet: asked as given
+    started = now[0]
+    naps.nap(0.0003)
+    assert now[0] - started == pytest.approx(0.0003) and asked[-1] == pytest.approx(0.00026)
+    naps.nap(0.00004)
+    assert asked[-1] == pytest.approx(0.00002)  # at most half of a short pause
+    count = len(asked)
+    naps.nap(0.0)
+    naps.nap(-1.0)
+    assert len(asked) == count
