@@ -326,9 +326,9 @@ def bench_latency(procs: Procs, args: argparse.Namespace, rng: random.Random, fl
     for (label, hz, no_ext), port in zip(GAMES, ports):
         modes: dict[str, Mode] = {**floor_modes(floors, port, not no_ext),
                                   "bridge": lambda p=port: inproc.call(p) and None,
-                                  "stdio": lambda p=port: server.call(p)}
+                                  "stdio": lambda p=port: server.timed_call(p)}
         if before is not None:
-            modes["stdio.before"] = lambda p=port, b=before: b.call(p)
+            modes["stdio.before"] = lambda p=port, b=before: b.timed_call(p)
         interleaved(modes, max(3, args.calls // 10), 1 / hz, rng)  # warm up: manifests, imports, caches
         pacer = Pacer(port, 1 / hz)
         times = interleaved(modes, args.calls, 1 / hz, rng, pacer)
@@ -397,9 +397,9 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
         calls = max(3, args.calls // 2 if kb < 1024 else args.calls // 5 if kb < 8192 else args.calls // 10)
         modes: dict[str, Mode] = {**floor_modes(floors, port, variant == "ext"),
                                   "bridge": lambda p=port: inproc.call(p) and None,
-                                  "stdio": lambda p=port: server.call(p)}
+                                  "stdio": lambda p=port: server.timed_call(p)}
         if before is not None:
-            modes["stdio.before"] = lambda p=port, b=before: b.call(p)
+            modes["stdio.before"] = lambda p=port, b=before: b.timed_call(p)
         interleaved(modes, 1, 1 / 60, rng)
         pacer = Pacer(port, 1 / 60)
         times = interleaved(modes, calls, 1 / 60, rng, pacer)

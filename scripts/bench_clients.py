@@ -486,6 +486,37 @@ class StdioServer:
     def call(self, port: int) -> None:
         self.tool("call_tool", {"port": port, "name": TOOL, "arguments": {}})
 
+    def timed_call(self, port: int) -> float:
+        """One confirmed call, timed as the C floor times itself: from the request to the
+        answer's line in hand (ms); the answer is decoded and checked after the clock
+        stops, as the C floor leaves its JSON unparsed (every client's clock stops when
+        the answer that completes the call has arrived)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.next_id += 1
+        ident = self.next_id
+        request = json.dumps({"jsonrpc": "2.0", "method": "tools/call", "id": ident,
+                              "params": {"name": "call_tool", "arguments": {"port": port, "name": TOOL,
+                                                                           "arguments": {}}}}).encode() + b"\n"
+        marker = b'"id":%d,' % ident
+        started = time.perf_counter()
+        self.proc.stdin.write(request)
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed stdout")
+            lines.append(line)
+            if marker in line[:40] or json.loads(line).get("id") == ident:  # both paths lead with the id
+                break
+        elapsed = (time.perf_counter() - started) * 1000
+        replies = [json.loads(line) for line in lines]
+        answer = next((r for r in replies if r.get("id") == ident), None)
+        if answer is None:
+            raise RuntimeError(f"no answer to request {ident} in {lines!r:.300}")
+        self.check(answer)
+        return elapsed
+
     def call_many(self, ports: Sequence[int]) -> None:
         idents = {self.send("tools/call", {"name": "call_tool", "arguments": {"port": p, "name": TOOL}})
                   for p in ports}
