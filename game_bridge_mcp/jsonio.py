@@ -72,18 +72,21 @@ HOLD_PAUSE_S = 1.0
 
 
 class _LargeDocuments:
-    __slots__ = ("_outer",)
+    """One call's scope: the thread's ``_scope.current`` while it runs (the outermost one
+    only); ``since`` is when it paused the collector (None: not yet; "expired")."""
+
+    __slots__ = ("since", "_outer")
 
     def __enter__(self) -> None:
-        self._outer = not getattr(_scope, "active", False)
+        self.since: float | str | None = None
+        self._outer = getattr(_scope, "current", None) is None
         if self._outer:
-            _scope.active, _scope.since = True, None
+            _scope.current = self
 
     def __exit__(self, *_exc: object) -> None:
         if self._outer:
-            since = _scope.since
-            _scope.active, _scope.since = False, None
-            if isinstance(since, float):
+            _scope.current = None
+            if isinstance(self.since, float):
                 _resume_gc()
 
 
@@ -101,17 +104,18 @@ def large_documents_scope() -> ContextManager[None]:
 def _parse_large(text: str, constant: json.JSONDecoder) -> Any:
     """``json.loads`` of a large text with the collector paused: for the rest of the call
     in a :func:`large_documents_scope`, else for the parse."""
-    if getattr(_scope, "active", False):
-        since = _scope.since
+    scope = getattr(_scope, "current", None)
+    if scope is not None:
+        since = scope.since
         if since is None:
             _pause_gc()
-            _scope.since = time.monotonic()
+            scope.since = time.monotonic()
             return constant.decode(text)
         if isinstance(since, float) and time.monotonic() - since < HOLD_PAUSE_S:
             return constant.decode(text)
         if isinstance(since, float):
             _resume_gc()
-            _scope.since = "expired"  # the rest of this call pauses for each parse
+            scope.since = "expired"  # the rest of this call pauses for each parse
     with _gc_paused():
         return constant.decode(text)
 

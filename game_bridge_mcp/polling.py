@@ -130,6 +130,21 @@ class _Set:
         self._var.reset(self._reset)
 
 
+class _Unchanged:
+    """``with`` that changes nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+_UNCHANGED = _Unchanged()
+
+
 def cancel_scope(token: CancelToken | None) -> ContextManager[None]:
     """Run the block as part of the call ``token`` belongs to."""
     return _Set(_current, token)
@@ -291,6 +306,8 @@ def progress_scope(callback: ProgressFn | None, *, interval_s: float | None = No
                    clock: Callable[[], float] = time.monotonic) -> ContextManager[None]:
     """Run the block with ``callback`` receiving its waits' progress, at most once every
     ``interval_s`` (default :data:`PROGRESS_INTERVAL_S`); None: no progress."""
+    if callback is None and _progress.get() is None:
+        return _UNCHANGED  # no progress in, none out: nothing to set (most calls)
     every = PROGRESS_INTERVAL_S if interval_s is None else interval_s
     return _Set(_progress, _Throttled(callback, every, clock) if callback is not None else None)
 
