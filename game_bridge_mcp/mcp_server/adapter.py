@@ -43,6 +43,8 @@ from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPU
                                 UNTIL)
 from ..core.tools.unit import ToolDef
 from . import logs
+from .encoding import (STRUCTURED_DEPTH, STRUCTURED_LIMIT, TOO_DEEP, dumps, dumps_strict, json_id, nests_within,
+                       quoted, structured_content)
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -53,9 +55,6 @@ CANCELLED_CODE = -32800 if _SDK2 else 0
 # 2.x warns on every use of logging/setLevel and log notifications: the 2026-07-28 protocol
 # drops them, while the handshake versions clients speak keep them (and this server serves those).
 warnings.filterwarnings("ignore", message="The logging capability is deprecated")
-#: Results larger than this carry text only (no duplicate structuredContent).
-STRUCTURED_LIMIT = 256 * 1024
-STRUCTURED_DEPTH = 64
 EAGER_PREFIX = "p"
 #: Worker threads at once (calls, and --eager's refreshes); a call counts until its work ended.
 MAX_CALLS = 64
@@ -73,72 +72,15 @@ def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = N
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
-#: The encoders of results, made once (``json.dumps`` with options makes one per call).
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
-#: A JSON string of a text, as ``json.dumps(text, ensure_ascii=False)`` writes it.
-_quoted: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-
-
-def _dumps(value: Any) -> str:
-    """A result as the agent reads it: compact JSON (no spaces after separators: an agent
-    pays for every character)."""
-    return _COMPACT.encode(value)
-
-
-def _dumps_strict(value: Any) -> tuple[str, bool]:
-    """The text of a value, and whether it is strict JSON (no NaN or Infinity) so it can
-    stand as the structuredContent too."""
-    try:
-        return _STRICT.encode(value), True
-    except ValueError:
-        return _dumps(value), False
-
-
-def _nests_within(value: Any, limit: int) -> bool:
-    """True when ``value`` has no containers nested deeper than ``limit`` (iterative, so a
-    hostile document cannot exhaust the stack here either)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth >= limit:
-            return False
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return True
-
-
-#: What stands in for containers nested deeper than STRUCTURED_DEPTH in structuredContent.
-TOO_DEEP = "(nested too deeply for structuredContent; the text block has it whole)"
-
-
-def _cut_deep(value: Any, limit: int) -> Any:
-    """``value`` with every container nested ``limit`` levels down replaced by TOO_DEEP
-    (recursion bounded by ``limit``, whatever the document's depth)."""
-    if isinstance(value, dict):
-        return {key: _cut_deep(item, limit - 1) for key, item in value.items()} if limit > 0 else TOO_DEEP
-    if isinstance(value, list):
-        return [_cut_deep(item, limit - 1) for item in value] if limit > 0 else TOO_DEEP
-    return value
-
-
 def _result_parts(value: dict[str, Any]) -> tuple[str, Any, bool, ImagePayload | None]:
     """A result's text, the value that goes out as its structuredContent (every answer has
     one: the tools declare an outputSchema), whether that text is strict JSON, and the
     image it carries (get_screenshot's), which is taken out of the value."""
     image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
-    text, strict = _dumps_strict(value)
+    text, strict = dumps_strict(value)
     # The SDK's serializer gives up (and takes the session down) past a few hundred levels:
     # a deeper answer's structuredContent is cut at STRUCTURED_DEPTH (the text stays whole).
-    # A text with fewer brackets than that cannot nest so deep (the usual answer: no walk).
-    shallow = text.count("{") + text.count("[") <= STRUCTURED_DEPTH or _nests_within(value, STRUCTURED_DEPTH)
-    structured = value if shallow else _cut_deep(value, STRUCTURED_DEPTH)
-    return text, structured, strict, image if isinstance(image, ImagePayload) else None
+    return text, structured_content(value, text), strict, image if isinstance(image, ImagePayload) else None
 
 
 def result_of(value: dict[str, Any]) -> types.CallToolResult:
@@ -164,11 +106,6 @@ def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult)
     return b"".join(call_result_chunks(ident, [outcome]))
 
 
-def _json_id(ident: Any) -> str:
-    """A request id as ``json.dumps`` writes it (an int's digits; a string quoted, ASCII)."""
-    return str(ident) if type(ident) is int else json.dumps(ident)
-
-
 def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult]) -> list[bytes]:
     """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
     empties): a large value is let go as soon as its text is made, and each copy of the
@@ -176,7 +113,7 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
     (three while the text is encoded as the structuredContent), not six (the value, its
     text, the escaped text, the structuredContent, the line, its bytes)."""
     outcome = holder.pop()
-    head = ('{"jsonrpc":"2.0","id":' + _json_id(ident) + ',"result":').encode("utf-8")
+    head = ('{"jsonrpc":"2.0","id":' + json_id(ident) + ',"result":').encode("utf-8")
     if not isinstance(outcome, dict):
         dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
@@ -185,7 +122,7 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
     if not strict or structured is not outcome:  # NaN in a host's value, or cut deep: as the SDK renders it
         return call_result_chunks(ident, [result_of_parts(text, structured, image)])
     del outcome, structured  # the text stands for the value from here on: it IS the structuredContent
-    escaped = _quoted(text).encode("utf-8")
+    escaped = quoted(text).encode("utf-8")
     tail = b"}"
     if image is not None:
         tail += (b',{"type":"image","data":"' + base64.b64encode(image.data) + b'","mimeType":'
@@ -209,7 +146,7 @@ def error_result(exc: BaseException) -> types.CallToolResult:
                 "the server keeps serving. Details are on its stderr.")
         data = {"error": "InternalError"}
     try:
-        if len(_dumps(data)) > STRUCTURED_LIMIT or not _nests_within(data, STRUCTURED_DEPTH):
+        if len(dumps(data)) > STRUCTURED_LIMIT or not nests_within(data, STRUCTURED_DEPTH):
             data = {"error": data.get("error")}
     except (TypeError, ValueError, RecursionError):
         data = {"error": data.get("error")}
