@@ -101,7 +101,7 @@ def large_documents_scope() -> ContextManager[None]:
     return _LargeDocuments()
 
 
-def _parse_large(text: str, constant: json.JSONDecoder) -> Any:
+def _parse_large(text: str, decoder: json.JSONDecoder) -> Any:
     """``json.loads`` of a large text with the collector paused: for the rest of the call
     in a :func:`large_documents_scope`, else for the parse."""
     scope = getattr(_scope, "current", None)
@@ -110,14 +110,14 @@ def _parse_large(text: str, constant: json.JSONDecoder) -> Any:
         if since is None:
             _pause_gc()
             scope.since = time.monotonic()
-            return constant.decode(text)
+            return decoder.decode(text)
         if isinstance(since, float) and time.monotonic() - since < HOLD_PAUSE_S:
-            return constant.decode(text)
+            return decoder.decode(text)
         if isinstance(since, float):
             _resume_gc()
             scope.since = "expired"  # the rest of this call pauses for each parse
     with _gc_paused():
-        return constant.decode(text)
+        return decoder.decode(text)
 
 
 def count_values(body: bytes) -> int:
@@ -188,7 +188,6 @@ def _reject_constant(name: str) -> None:
 _LENIENT = json.JSONDecoder(parse_constant=_no_constant)
 _STRICT = json.JSONDecoder(parse_constant=_reject_constant)
 _BOM = b"\xef\xbb\xbf"
-
 
 
 #: The largest magnitude :func:`as_int` accepts: JSON's safe integers (2**53), the whole

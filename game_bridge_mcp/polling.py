@@ -238,8 +238,10 @@ class Naps:
         return min(samples[len(samples) // 2], NAP_MAX_EARLY_S)
 
     def nap(self, seconds: float) -> None:
-        """Sleep about ``seconds`` (see the class docstring)."""
+        """Sleep about ``seconds`` (see the class docstring); none at all is asked as a sleep
+        of 0 (a cancellable sleep still checks for cancellation), and learns nothing."""
         if seconds <= 0:
+            self._sleep(0.0)
             return
         asked = seconds - min(self.early_s(), seconds / 2)
         started = self._clock()
