@@ -4,7 +4,9 @@ body), and says whether the connection may carry another request."""
 
 from __future__ import annotations
 
+import math
 import re
+import select
 import socket
 import time
 from collections.abc import Mapping
@@ -37,6 +39,7 @@ class TransportError(Exception):
 
 
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+_READABLE = select.POLLIN | select.POLLERR | select.POLLHUP
 #: Longest status or header line, and most headers, accepted (http.client's limits).
 MAX_LINE = 65536
 MAX_HEADERS = 100
@@ -67,27 +70,61 @@ class _AnswerReader:
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self._sock = sock
         self._deadline = deadline
+        self._poller: select.poll | None = None
         self.buffer = bytearray()
         self.received = 0
 
-    def _time_left(self) -> float:
+    def _wait(self, events: int = _READABLE) -> None:
+        """Until the socket is ready (readable, or with ``events``), or the deadline passes.
+        The socket itself never blocks (``Exchange`` makes it non-blocking once), so a read
+        is one ``poll`` and one ``recv``, with no timeout set on the socket per read."""
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise socket.timeout("deadline passed")
-        self._sock.settimeout(remaining)
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(self._sock, events)
+        elif events != _READABLE:
+            poller.modify(self._sock, events)
+        if not poller.poll(math.ceil(remaining * 1000)):
+            raise socket.timeout("deadline passed")
+        if events != _READABLE:
+            poller.modify(self._sock, _READABLE)
+
+    def send(self, data: bytes) -> None:
+        """All of ``data`` before the deadline (a request fits the empty send buffer of an
+        idle connection: one ``send``)."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self._sock.send(view):]
+            except BlockingIOError:
+                self._wait(select.POLLOUT)
+
+    def _quick_ack(self) -> None:
+        """An answer that comes in pieces: ACK what came at once. (A game that writes its
+        head and body in two sends, with Nagle on, holds the body until the head is ACKed,
+        and Linux delays the ACK on a kept-alive connection by up to 40 ms.)"""
         if _QUICKACK is not None:
-            # On a kept-alive connection Linux delays ACKs (up to 40 ms); a game that writes
-            # its headers and body in two sends would wait for that ACK (Nagle) each time.
             try:
                 self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             except OSError:
                 pass
-        return remaining
+
+    def _recv(self, size: int) -> bytes:
+        if self.received:
+            self._quick_ack()
+        while True:
+            self._wait()
+            try:
+                return self._sock.recv(size)
+            except BlockingIOError:  # woken without data after all
+                continue
 
     def _fill(self) -> bool:
         """Read what has arrived into the buffer; False at EOF."""
-        self._time_left()
-        chunk = self._sock.recv(_RECV_SIZE)
+        chunk = self._recv(_RECV_SIZE)
         if not chunk:
             return False
         self.received += len(chunk)
@@ -154,14 +191,22 @@ class _AnswerReader:
         view[:have] = self.buffer[:have]
         del self.buffer[:have]
         while have < size:
-            self._time_left()
-            count = self._sock.recv_into(view[have:])
+            self._quick_ack()
+            count = self._recv_into(view[have:])
             if not count:
                 raise TransportError("malformed", f"the body was shorter than promised ({have} of {size} "
                                      "bytes before the peer closed)")
             self.received += count
             have += count
         return bytes(out)
+
+    def _recv_into(self, view: memoryview) -> int:
+        while True:
+            self._wait()
+            try:
+                return self._sock.recv_into(view)
+            except BlockingIOError:
+                continue
 
     def until_close(self, max_bytes: int) -> bytes:
         while len(self.buffer) <= max_bytes:
@@ -299,9 +344,10 @@ class Exchange:
         request = (f"GET {path} HTTP/1.1\r\nHost: {host_header}:{port}\r\n"
                    "Accept: application/json\r\n" + ("" if keep_alive else "Connection: close\r\n")
                    + "User-Agent: game-bridge-mcp\r\n\r\n").encode("latin-1")
+        if sock.gettimeout() != 0.0:
+            sock.settimeout(0.0)  # once a connection: the reader waits with poll, to the deadline
         reader = self.reader = _AnswerReader(sock, deadline)
-        reader._time_left()
-        sock.sendall(request)
+        reader.send(request)
         head = _read_head(reader)
         headers = head.headers
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()

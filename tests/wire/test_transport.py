@@ -5,12 +5,14 @@ raw socket or http.client exception). Also ``decode_json``'s rules."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import Any, Callable
 
 import pytest
 
 from game_bridge_mcp.jsonio import decode_json
+from game_bridge_mcp.wire.http11 import _AnswerReader
 from game_bridge_mcp.wire.transport import (
     DEFAULT_MAX_BYTES, HttpResponse, TransportError, loopback_opener)
 from peers import hostile
@@ -87,6 +89,59 @@ def test_against_the_fake_game() -> None:
 
 
 # --------------------------------------------------------------------------- nothing answering
+
+def test_a_request_larger_than_the_send_buffer_waits_for_room_and_all_of_it_is_sent() -> None:
+    """The socket never blocks: a request the send buffer cannot take at once waits for
+    room (poll, to the deadline) and goes on where it stopped."""
+    request = b"GET /" + b"x" * 2_000_000 + b" HTTP/1.1\r\n\r\n"
+    ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    ours.settimeout(0.0)
+    got = bytearray()
+
+    def drain() -> None:
+        while len(got) < len(request):
+            chunk = theirs.recv(65536)
+            if not chunk:
+                return
+            got.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        _AnswerReader(ours, time.monotonic() + BOUND_S).send(request)
+        reader.join(BOUND_S)
+        assert bytes(got) == request
+    finally:
+        ours.close()
+        theirs.close()
+        reader.join(BOUND_S)
+
+
+def test_a_peer_that_never_reads_the_request_ends_it_at_the_deadline() -> None:
+    ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    ours.settimeout(0.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(socket.timeout):
+            _AnswerReader(ours, started + 0.2).send(b"x" * 2_000_000)
+        assert time.monotonic() - started < BOUND_S
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_request_to_a_peer_that_never_reads_is_a_timeout_error(serve: Any) -> None:
+    """Through the opener: the request is too large for the peer's buffers, the peer reads
+    nothing, and the deadline ends it as a TransportError, not a raw socket error."""
+    def never_reads(conn: socket.socket, peer: HostilePeer) -> None:
+        peer.wait_for_client_close(conn)
+
+    peer = serve(never_reads)
+    error, elapsed = fails("timeout", lambda: fetch(peer, "/health?pad=" + "x" * 8_000_000))
+    assert elapsed < BOUND_S
+
 
 def test_refused() -> None:
     error, _ = fails("refused", lambda: loopback_opener(f"http://127.0.0.1:{closed_port()}/health",
