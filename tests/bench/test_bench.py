@@ -52,6 +52,14 @@ def test_quick_mode_reports_every_figure_and_reaps_its_processes(tmp_path: Path)
                 assert per["withAfter"] >= 1 and per["withView"] >= 1
             else:  # never sent a parameter the game did not advertise
                 assert per["withAfter"] == 0 and per["withView"] == 0
+        # Each server also alternating with the faster floor alone (the after floor with the
+        # extensions): its calls, the floor's in the same rounds, and their paired difference.
+        alternating = entry["alternating"]
+        assert alternating["floor"] == ("afterFloor" if entry["extensions"] else "floor")
+        assert alternating["client"] in results["floorClients"]
+        pair = alternating["stdio"]
+        assert pair["server"]["n"] == pair["floor"]["n"] == pair["over"]["n"] >= 6
+        assert pair["server"]["median"] > 0 and pair["floor"]["median"] > 0
 
     sizes = results["sizes"]
     assert {v["healthExtension"] for v in sizes.values()} == {True, False}
@@ -139,3 +147,14 @@ def test_the_table_names_every_figure() -> None:
     results["sizes"]["1 KB"]["before"] = {"stdio": {**summary, "median": 9.5}, "perCall": per_call, "over": {}}
     text = bench.table(results)
     assert "before 3.76" in text and "before +2.69" in text and "before 9.5" in text
+    # The alternating figure: the latency targets are judged on it, the all-ways one beside it.
+    results["latency"]["1 kHz"]["alternating"] = {
+        "floor": "afterFloor", "client": "c",
+        "stdio": {"server": summary, "floor": summary, "over": {**summary, "median": 0.71}},
+        "stdio.before": {"server": summary, "floor": summary, "over": {**summary, "median": 0.93}}}
+    results["targets"] = bench.targets(results)
+    judged = next(t for t in results["targets"] if t["target"].startswith("1 kHz game with after"))
+    assert judged["value"].startswith("+0.71 ms alternating with the floor") and judged["met"] is False
+    assert "in the nine-way rounds" in judged["value"]
+    text = bench.table(results)
+    assert "| 1 kHz game | 1.00 / 2.00 (c) | 1.00 / 2.00 | +0.71 | 1.00 / 2.00 | +0.93 |" in text
