@@ -94,7 +94,10 @@ class _AnswerReader:
 
     def send(self, data: bytes) -> None:
         """All of ``data`` before the deadline (a request fits the empty send buffer of an
-        idle connection: one ``send``)."""
+        idle connection: one ``send``). Nothing is sent once the deadline has passed: a
+        command sent then would be applied by the game and reported as timed out."""
+        if self._deadline <= time.monotonic():
+            raise socket.timeout("deadline passed")
         view = memoryview(data)
         while view:
             try:

@@ -132,6 +132,22 @@ def test_a_peer_that_never_reads_the_request_ends_it_at_the_deadline() -> None:
         theirs.close()
 
 
+def test_nothing_is_sent_once_the_deadline_has_passed() -> None:
+    """A request whose deadline passed before it went out (its thread descheduled) is not
+    sent: a command would be applied by the game and reported as timed out."""
+    ours, theirs = socket.socketpair()
+    ours.settimeout(0.0)
+    try:
+        with pytest.raises(socket.timeout):
+            _AnswerReader(ours, time.monotonic() - 0.001).send(b"GET /command?cmd=jump HTTP/1.1\r\n\r\n")
+        theirs.settimeout(0.0)
+        with pytest.raises(BlockingIOError):
+            theirs.recv(100)  # nothing arrived
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_a_request_to_a_peer_that_never_reads_is_a_timeout_error(serve: Any) -> None:
     """Through the opener: the request is too large for the peer's buffers, the peer reads
     nothing, and the deadline ends it as a TransportError, not a raw socket error."""
