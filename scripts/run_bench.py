@@ -31,6 +31,8 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "confirm": ("bench.py", ("--quick",), "a confirmed command against the floors: 1 kHz and 60 Hz, "
                 "sizes, instances, memory, start-up"),
     "breakdown": ("bench_breakdown.py", ("--calls", "20"), "where a stdio call's time goes"),
+    "timeline": ("bench_timeline.py", ("--calls", "20"), "one stdio call stretch by stretch, from marks on both "
+                 "sides' clock"),
     "discovery": ("bench_discovery.py", ("--quick",), "list_instances with live games and a registry; a hung port"),
     "launch": ("bench_launch.py", ("--runs", "1"), "launch overhead and reaping"),
     "advance": ("bench_advance.py", ("--quick",), "advance a frame against stepping by hand"),
