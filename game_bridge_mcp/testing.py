@@ -1,22 +1,58 @@
 """A pytest plugin for game projects: the ``game`` fixture drives your game in tests, and every
 recording under the collected paths replays as a test (docs/record-replay.md, "In your
-game's test suite")."""
+game's test suite").
+
+pytest loads this module in every run of an environment that has the package installed (an
+entry point), so importing it costs next to nothing: the bridge, the launcher and the trace
+reader are imported when a test asks for the ``game`` fixture or a recording is collected,
+never in a project that uses neither.
+
+Where things go, for a new option or marker argument: the command-line and ini options are
+declared in :func:`pytest_addoption` and read in one place, :meth:`Options.read`; what the
+``game_bridge`` marker may say is read by :func:`launch_arguments`.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
-from .config import Config
-from .launch.declaration import apply_project_config
-from .errors import BridgeError
-from .trace.format import FORMAT
+if TYPE_CHECKING:
+    from .config import Config
+    from .core.bridge import Bridge
 
 MARKER = "game_bridge"
+#: The trace format's name, as its header line holds it (trace/format.py's ``FORMAT``; a
+#: test keeps the two equal): read here without importing the trace package.
+TRACE_FORMAT = "game-bridge-trace"
+#: What a replay's divergence tells the reader to add when an answer differs in a path that
+#: says nothing about the game.
+IGNORE_HINT = "--game-bridge-ignore PATH, or game_bridge_ignore in the pytest configuration"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The plugin's settings for one pytest run, from its command line and its ini file."""
+
+    config_file: Path | None = None  # --game-bridge-config
+    reports: Path | None = None  # --game-bridge-reports
+    force: bool = False  # --game-bridge-force
+    ignore: tuple[str, ...] = ()  # --game-bridge-ignore (repeatable) and the game_bridge_ignore ini lines
+
+    @classmethod
+    def read(cls, config: pytest.Config) -> "Options":
+        given = config.getoption("game_bridge_config", None)
+        reports = config.getoption("game_bridge_reports", None)
+        ignore = [*(config.getini("game_bridge_ignore") or []), *(config.getoption("game_bridge_ignore", None) or [])]
+        return cls(config_file=Path(given).expanduser() if given else None,
+                   reports=Path(reports) if reports else None,
+                   force=bool(config.getoption("game_bridge_force", False)),
+                   ignore=tuple(str(p).strip() for p in ignore if str(p).strip()))
 
 
 class GameDriver:
@@ -27,7 +63,7 @@ class GameDriver:
     waits for the board to settle in the same call (for ``advance``, whose own argument
     ``until`` is, it is advance's)."""
 
-    def __init__(self, bridge: Any, port: int) -> None:
+    def __init__(self, bridge: Bridge, port: int) -> None:
         self.bridge = bridge
         self.port = port
 
@@ -63,15 +99,27 @@ class GameDriver:
         return f"<GameDriver port {self.port}>"
 
 
-def _config(pytestconfig: pytest.Config) -> Config:
+def _config(options: Options, rootpath: Path) -> Config:
+    """The bridge's configuration for the project: its ``gamebridge.json`` (the given one, or
+    ``GAME_BRIDGE_CONFIG``'s, or the nearest one above ``rootpath``)."""
+    from .config import Config
+    from .launch.declaration import apply_project_config
+
     config = Config()
-    given = pytestconfig.getoption("game_bridge_config", None)
-    if given:
-        config.config_file = Path(given).expanduser()
+    if options.config_file is not None:
+        config.config_file = options.config_file
     elif config.environ.get("GAME_BRIDGE_CONFIG"):
         config.config_file = Path(config.environ["GAME_BRIDGE_CONFIG"]).expanduser()
-    apply_project_config(config, cwd=Path(str(pytestconfig.rootpath)))
+    apply_project_config(config, cwd=rootpath)
     return config
+
+
+def launch_arguments(marker: pytest.Mark | None) -> dict[str, Any]:
+    """``launch_instance``'s arguments for a test, from its ``game_bridge`` marker."""
+    arguments: dict[str, Any] = {}
+    if marker is not None and marker.kwargs.get("paused"):
+        arguments["paused"] = True
+    return arguments
 
 
 @pytest.fixture
@@ -79,13 +127,9 @@ def game(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterato
     """A freshly launched instance of the project's game, stopped after the test."""
     from .core.bridge import Bridge
 
-    marker = request.node.get_closest_marker(MARKER)
-    launch_args: dict[str, Any] = {}
-    if marker is not None and marker.kwargs.get("paused"):
-        launch_args["paused"] = True
-    bridge = Bridge(_config(pytestconfig))
+    bridge = Bridge(_config(Options.read(pytestconfig), Path(str(pytestconfig.rootpath))))
     try:
-        started = bridge.run_tool("launch_instance", launch_args)
+        started = bridge.run_tool("launch_instance", launch_arguments(request.node.get_closest_marker(MARKER)))
         yield GameDriver(bridge, int(started["port"]))
     finally:
         bridge.shutdown()
@@ -100,7 +144,7 @@ def is_recording(path: Path) -> bool:
             first = handle.readline(64 * 1024)
     except OSError:
         return False
-    return f'"format":"{FORMAT}"'.encode() in first.replace(b" ", b"")
+    return f'"format":"{TRACE_FORMAT}"'.encode() in first.replace(b" ", b"")
 
 
 def recordings(directory: str | Path) -> list[Path]:
@@ -115,19 +159,29 @@ class ReplayDiverged(AssertionError):
 def assert_replays(path: str | Path, *, config: Config | None = None, ignore: tuple[str, ...] = (),
                    force: bool = False, report: str | Path | None = None) -> None:
     """Replay ``path`` against a freshly launched instance; raise :class:`ReplayDiverged`
-    with the diff when it diverges, the bridge's error when it cannot run."""
+    with the diff when it diverges, the bridge's error when it cannot run. ``ignore`` adds
+    paths to leave out of the comparison (dotted, ``*`` one segment, ``**`` any number)."""
+    if config is None:
+        from .config import Config
+        from .launch.declaration import apply_project_config
+
+        config = Config()
+        apply_project_config(config)
+    _replay(path, config, ignore=ignore, force=force, report=report,
+            hint="assert_replays(..., ignore=[PATH])")
+
+
+def _replay(path: str | Path, config: Config, *, ignore: tuple[str, ...], force: bool,
+            report: str | Path | None, hint: str) -> None:
     from .trace.diff import render
     from .trace.runner import replay_file
 
-    if config is None:
-        config = Config()
-        apply_project_config(config)
     done = replay_file(path, config, launch=True, ignore=ignore, force=force, report=report)
     result = done.result
     if result.failure is not None:
         raise result.failure
     if result.divergences:
-        text = render(result)
+        text = render(result, ignore_hint=hint)
         if done.report is not None:
             text += f"Report: {done.report}\n"
         raise ReplayDiverged(text)
@@ -137,18 +191,22 @@ class RecordingItem(pytest.Item):
     """One recording, replayed as a test."""
 
     def runtest(self) -> None:
-        reports = self.config.getoption("game_bridge_reports", None)
+        options = Options.read(self.config)
         report = None
-        if reports:
+        if options.reports is not None:
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", self.path.name)
-            report = Path(reports) / f"{safe}.html"
-        assert_replays(self.path, config=_config(self.config), report=report,
-                       force=bool(self.config.getoption("game_bridge_force", False)))
+            report = options.reports / f"{safe}.html"
+        _replay(self.path, _config(options, Path(str(self.config.rootpath))), ignore=options.ignore,
+                force=options.force, report=report, hint=IGNORE_HINT)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, (ReplayDiverged, BridgeError)):
-            value = excinfo.value
-            return value.render() if isinstance(value, BridgeError) else str(value)
+        from .errors import BridgeError
+
+        value = excinfo.value
+        if isinstance(value, BridgeError):
+            return value.render()
+        if isinstance(value, ReplayDiverged):
+            return str(value)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -175,10 +233,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write an HTML report of each replayed recording into DIR")
     group.addoption("--game-bridge-force", action="store_true", default=False,
                     help="replay recordings even when the game's name or version differs from the recording's")
+    group.addoption("--game-bridge-ignore", metavar="PATH", action="append", default=[],
+                    help="also leave PATH out of every replayed answer's comparison (repeatable; dotted, "
+                         "'*' one segment, '**' any number: game.clock, **.timestamp)")
+    parser.addini("game_bridge_ignore", type="linelist", default=[],
+                  help="paths left out of every replayed answer's comparison, one a line (as --game-bridge-ignore)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(paused=False): how the game fixture launches the game")
 
 
-__all__ = ["GameDriver", "ReplayDiverged", "assert_replays", "game", "is_recording", "recordings"]
+__all__ = ["GameDriver", "Options", "ReplayDiverged", "assert_replays", "game", "is_recording", "launch_arguments",
+           "recordings"]

@@ -32,8 +32,9 @@ def _count(steps: Iterable[StepOutcome], status: str) -> int:
     return sum(1 for s in steps if s.status == status)
 
 
-def render(result: ReplayResult, *, update: bool = False) -> str:
-    """The whole verdict: the divergence (or failure), then a one-line tally."""
+def render(result: ReplayResult, *, update: bool = False, ignore_hint: str = "--ignore PATH") -> str:
+    """The whole verdict: the divergence (or failure), then a one-line tally. ``ignore_hint``
+    is how the reader adds an ignored path where this is shown (the CLI's option by default)."""
     total = len(result.trace.calls)
     out: list[str] = []
     for note in result.notes:
@@ -60,7 +61,7 @@ def render(result: ReplayResult, *, update: bool = False) -> str:
         out.append("SAME: every replayed answer matches the recording.")
     elif update and result.failure is None:
         out.append(f"Accepted {len(diverged)} changed answer(s) into the new recording.")
-    out.append("Ignored paths: " + ", ".join(result.rules.patterns) + " (add more with --ignore PATH).")
+    out.append("Ignored paths: " + ", ".join(result.rules.patterns) + f" (add more with {ignore_hint}).")
     return "\n".join(out) + "\n"
 
 

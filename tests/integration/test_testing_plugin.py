@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from game_bridge_mcp.testing import GameDriver, is_recording, recordings
+from game_bridge_mcp.testing import TRACE_FORMAT, GameDriver, is_recording, recordings
+from game_bridge_mcp.trace.format import FORMAT
 from launch_helpers import PYTHON, ProcessGuard, free_range
 from mcp_harness import connect, data
 
@@ -118,11 +120,50 @@ def test_a_game_projects_ci_runs_its_tests_and_its_recordings(tmp_path: Path, gu
     # caught at the move that scored differently: its result (docs/contract.md, results) says so
     assert 'DIVERGED at step 5 of 10: drop {"x": 0}' in done.stdout
     assert "result.scoreGained\n    recorded: 3\n    replayed: 6" in done.stdout
+    assert "(add more with --game-bridge-ignore PATH, or game_bridge_ignore in the pytest configuration)" in done.stdout
+
+    # What the failure text suggests: paths left out, from the command line and from the ini file.
+    done = run_pytest(project, env, "tests/recordings", "--game-bridge-ignore", "result.scoreGained")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "result.scoreGained\n    recorded" not in done.stdout and "DIVERGED at step " in done.stdout
+    ignored = next(line for line in done.stdout.splitlines() if line.startswith("Ignored paths: "))
+    assert ignored.endswith(", result.scoreGained (add more with --game-bridge-ignore PATH, or game_bridge_ignore "
+                            "in the pytest configuration).")
+    (project / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\ngame_bridge_ignore =\n    **.score\n")
+    done = run_pytest(project, env, "tests/recordings")
+    assert done.returncode == 1 and "result.scoreGained\n    recorded: 3" in done.stdout, done.stdout + done.stderr
+    done = run_pytest(project, env, "tests/recordings", "--game-bridge-ignore", "result.scoreGained")
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr  # neither alone is enough
 
     # Turned off, nothing of it is collected.
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:game_bridge_mcp.testing", "tests/recordings"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 5, done.stdout + done.stderr  # no tests collected
+
+
+LIGHT_TEST = '''
+import sys
+
+
+def test_the_plugin_is_loaded_and_light(pytestconfig):
+    assert pytestconfig.pluginmanager.has_plugin("game_bridge_mcp.testing")
+    assert pytestconfig.getoption("game_bridge_ignore") == []
+    loaded = sorted(name for name in sys.modules if name.startswith("game_bridge_mcp"))
+    assert loaded == ["game_bridge_mcp", "game_bridge_mcp._version", "game_bridge_mcp.errors",
+                      "game_bridge_mcp.testing"], loaded
+'''
+
+
+def test_a_project_that_uses_neither_the_fixture_nor_recordings_pays_for_nothing(tmp_path: Path) -> None:
+    """pytest loads the plugin in every run of the environment (the entry point): there it is
+    four small modules, not the bridge, the launcher and the trace reader."""
+    assert TRACE_FORMAT == FORMAT  # the plugin knows a recording without importing the trace package
+    (tmp_path / "test_other.py").write_text(LIGHT_TEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_PLUGINS")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_other.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
 
 
 def test_the_driver_passes_calls_through_call_tool() -> None:
