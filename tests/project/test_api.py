@@ -31,6 +31,40 @@ def test_public_names() -> None:
     assert callable(read_registry) and callable(normalise_manifest) and callable(apply_project_config)
 
 
+def test_every_error_type_is_importable_from_the_package_as_docs_api_says() -> None:
+    import inspect
+
+    from game_bridge_mcp import errors
+
+    raised = {name for name, value in vars(errors).items()
+              if inspect.isclass(value) and issubclass(value, errors.BridgeError)}
+    assert {"CommandFailed", "CommandRejected", "GamePaused", "ScreenshotUnavailable", "ClockBroken"} <= raised
+    for name in raised:
+        assert getattr(game_bridge_mcp, name) is getattr(errors, name) and name in game_bridge_mcp.__all__, name
+    assert "the error types" in (ROOT / "docs" / "api.md").read_text()
+
+
+def test_the_lazy_names_are_declared_to_type_checkers_as_the_modules_they_come_from() -> None:
+    """``from game_bridge_mcp import Bridge`` is ``Bridge`` to mypy and pyright, not ``Any``: each
+    lazily imported name has its ``TYPE_CHECKING`` import, from the module it is loaded from."""
+    import ast
+
+    tree = ast.parse((ROOT / "game_bridge_mcp" / "__init__.py").read_text())
+    declared: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom), ast.dump(stmt)
+                for alias in stmt.names:
+                    assert alias.asname == alias.name  # "X as X": an explicit re-export
+                    declared[alias.name] = "." * stmt.level + (stmt.module or "")
+    lazy = game_bridge_mcp._LAZY  # type: ignore[attr-defined]
+    assert declared == lazy
+    assert set(game_bridge_mcp.__all__) <= set(dir(game_bridge_mcp))
+    for name in game_bridge_mcp.__all__:
+        assert getattr(game_bridge_mcp, name) is not None, name
+
+
 def test_import_does_not_need_the_sdk() -> None:
     code = ("import sys\n"
             "class Block:\n"
