@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,8 +25,11 @@ MAX_VALUES = 3_000_000
 #: What the limit means in memory, for messages and docs/reliability.md.
 DECODED_BOUND_TEXT = "about 300 MB"
 _NOT_STRUCTURAL = bytes(c for c in range(256) if c not in b"{[,")
-# A JSON string, unrolled and possessive so a long one is skipped in one step.
-_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+# A JSON string, unrolled (a long one is skipped in one step: each character can be read one
+# way only, so a failed match gives back in linear time); possessive where the engine has it
+# (3.11+), which also spares it the backtracking bookkeeping.
+_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"' if sys.version_info >= (3, 11)
+                          else rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _gc_pause_lock = threading.Lock()
 _gc_pauses = 0
 _gc_paused_by_us = False

@@ -41,6 +41,7 @@ from ..errors import BridgeError
 from ..core.tools.instances import eager_targets
 from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPUT, INSTRUCTIONS, TOOL_NAMES, TOOLS,
                                 UNTIL)
+from ..core.tools.shapes import admitting_errors
 from ..core.tools.unit import ToolDef
 from . import logs
 from .encoding import (STRUCTURED_DEPTH, STRUCTURED_LIMIT, TOO_DEEP, dumps, dumps_strict, json_id, nests_within,
@@ -65,10 +66,14 @@ EAGER_REFRESH_S = 2.0
 EAGER_MAX_REREAD_S = 60.0
 
 
-def _tool(defn: ToolDef, *, name: str | None = None, description: str | None = None,
-          schema: dict | None = None) -> types.Tool:
-    return types.Tool(name=name or defn.name, title=defn.title, description=description or defn.description,
-                      inputSchema=schema or defn.input_schema, outputSchema=defn.output,
+#: Each tool's advertised outputSchema: its answer's, or an error's (shapes.admitting_errors).
+_OUTPUT = {t.name: admitting_errors(t.output) for t in TOOLS + BRIDGE_TOOLS}
+_FLAT_OUTPUT = admitting_errors(FLAT_TOOL_OUTPUT)
+
+
+def _tool(defn: ToolDef) -> types.Tool:
+    return types.Tool(name=defn.name, title=defn.title, description=defn.description,
+                      inputSchema=defn.input_schema, outputSchema=_OUTPUT[defn.name],
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
@@ -230,7 +235,7 @@ class BridgeServer:
                 tools.append(types.Tool(
                     name=flat, title=f"{spec.name} on port {port}",
                     description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
-                    inputSchema=schema, outputSchema=FLAT_TOOL_OUTPUT,
+                    inputSchema=schema, outputSchema=_FLAT_OUTPUT,
                     annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
         self._eager_tools, self._eager_until = mapping, until
         return tools

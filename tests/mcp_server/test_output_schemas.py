@@ -22,7 +22,7 @@ from game_bridge_mcp.core.tools.clock import ADVANCE_ANSWER
 from game_bridge_mcp.core.tools.events import EVENTS_ANSWER
 from game_bridge_mcp.core.tools.instances import CLOSE_ANSWER
 from game_bridge_mcp.core.tools.screenshots import SCREENSHOT_ANSWER
-from game_bridge_mcp.core.tools.shapes import DEFS
+from game_bridge_mcp.core.tools.shapes import DEFS, admitting_errors
 from game_bridge_mcp.core.tools.state import HEALTH_ANSWER, STATE_DIGEST, WAIT_ANSWER
 from game_bridge_mcp.core.tools.table import FLAT_TOOL_OUTPUT, TOOL_NAMES
 from kit_helpers import demo
@@ -89,7 +89,7 @@ def test_every_tool_advertises_a_valid_object_schema() -> None:
         assert isinstance(schema, dict) and schema.get("type") == "object", tool["name"]
         Draft202012Validator.check_schema(schema)
     flat = [t for t in tools if t["name"].startswith("p")]
-    assert flat and all(t["outputSchema"] == FLAT_TOOL_OUTPUT for t in flat)
+    assert flat and all(t["outputSchema"] == admitting_errors(FLAT_TOOL_OUTPUT) for t in flat)
 
 
 def test_a_fully_extended_games_answers_match() -> None:
@@ -188,3 +188,36 @@ def test_a_large_answer_still_carries_its_structured_content() -> None:
             assert len(json.dumps(whole)) > 400 * 1024
 
         anyio.run(session, BridgeServer(bridge_for(game.port)), body)
+
+
+def test_every_tools_errors_match_its_schema(tmp_path: Path) -> None:
+    """An error's structuredContent matches the advertised outputSchema too: the TypeScript
+    SDK's client checks it on errors (the Python SDK's does not), and a mismatch would turn
+    the bridge's own words into a protocol error. One real error of each tool, with the name
+    and message in the text block as before."""
+    config = Config(environ={"GAME_BRIDGE_HOME": str(tmp_path / "gb")}, scan_range=(1,), port=1,
+                    registry_dir=tmp_path / "instances")
+    (tmp_path / "instances").mkdir()
+    calls = {
+        "launch_instance": {},  # no declaration here
+        "list_instances": {"port": 70000},  # an argument it does not take
+        "stop_instance": {"port": 1},  # not launched by this bridge
+        "instance_log": {"port": 1},
+        "list_toolsets": {"port": 1},  # nothing answers there
+        "describe_toolset": {"port": 1, "name": "core"},
+        "call_tool": {"port": 1, "name": "get_state"},
+    }
+    assert set(calls) == TOOL_NAMES
+
+    async def body() -> None:
+        async with connect(BridgeServer(Bridge(config))) as client:
+            schemas = {tool.name: dump(tool)["outputSchema"] for tool in (await client.list_tools()).tools}
+            for name, arguments in calls.items():
+                result = await client.call_tool(name, arguments)
+                assert is_error(result), f"{name}: {text(result)}"
+                value = structured(result)
+                assert isinstance(value, dict) and value["error"] == text(result).split(":", 1)[0], (name, value)
+                assert value.get("message", "") in text(result)
+                check(schemas[name], value, f"{name}'s error")
+
+    anyio.run(body)

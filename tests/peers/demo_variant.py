@@ -5,6 +5,8 @@
 - ``""`` (unset): the demo exactly as shipped;
 - ``double-score``: every merge scores twice the points (a rules change that shows only
   once something merges, so a replay matches for a while and then diverges);
+- ``slow-boot:S``: the game starts serving S seconds later (a launch long enough to report
+  progress);
 - ``crash-on-drop:N``: the process dies (exit 70, after a line on stderr) when the N-th
   drop is applied, the way a game crashes mid-session.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,8 @@ def apply(variant: str) -> None:
             return original(self, x)
 
         _fruit.FruitMerge.drop = drop  # type: ignore[method-assign]
+    elif variant.startswith("slow-boot:"):
+        time.sleep(float(variant.split(":", 1)[1]))
     elif variant:
         raise SystemExit(f"unknown DEMO_VARIANT {variant!r}")
 

@@ -56,3 +56,26 @@ def with_digest(schema: dict[str, Any]) -> dict[str, Any]:
 def rooted(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` as a whole outputSchema: with the definitions its shapes refer to."""
     return {**schema, "$defs": DEFS}
+
+
+#: What every tool answers on an error (``isError: true``): the error's name, its message (the
+#: text block says the same) and its fields.
+ERROR_ANSWER: dict[str, Any] = answer(
+    "an error (isError: true): its name, its message (as the text block says it) and its fields",
+    {"error": {"type": "string", "description": "The error's name, e.g. GameOffline"}, "message": STR},
+    ("error",))
+
+
+def admitting_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """A whole outputSchema that also admits :data:`ERROR_ANSWER`: an official client (the
+    TypeScript SDK) checks an error's structuredContent against the outputSchema too, and
+    throws away the bridge's own words when it does not match."""
+    body = {key: value for key, value in schema.items() if key != "$defs"}
+    branches = body.get("anyOf")
+    if isinstance(branches, list) and set(body) <= {"type", "title", "anyOf"}:  # a union: one more branch
+        out: dict[str, Any] = {**body, "anyOf": [*branches, ERROR_ANSWER]}
+    else:
+        out = {"type": "object", "title": body.get("title", "the answer"), "anyOf": [body, ERROR_ANSWER]}
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
+    return out
