@@ -76,6 +76,7 @@ def test_errors_go_to_stderr_with_their_exit_code(tmp_path: Path, case: str, cod
 def test_launch_with_keep_outlives_the_command_and_closes_cleanly(tmp_path: Path) -> None:
     import psutil
 
+    from launch_helpers import gone
     from peers.fakegame import wait_until
 
     decl = tmp_path / "gamebridge.json"
@@ -93,7 +94,7 @@ def test_launch_with_keep_outlives_the_command_and_closes_cleanly(tmp_path: Path
         wait_until(lambda: Path(launched["logFile"]).read_text().count("\n") >= 3)
         closed = call(tmp_path, "close", "--port", str(port))
         assert json.loads(closed.stdout)["closed"] is True
-        wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)
+        wait_until(lambda: gone(pid), timeout=10)
     finally:
         if psutil.pid_exists(pid):
             try:

@@ -22,6 +22,7 @@ from game_bridge_mcp.manifest.reader import normalise_manifest
 from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.wire.transport import loopback_opener
 
+from launch_helpers import gone
 from peers.kitfakes import demo_process
 
 pytestmark = pytest.mark.timeout(60)
@@ -307,7 +308,7 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
         assert fragment in text, (fragment, text)
     assert text.count("> call_tool drop") == 4 and text.count("characters: settled;") == 4  # one call a move
     pid = int(text.split("(pid ", 1)[1].split(")", 1)[0])
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert gone(pid)
     assert read_registry(tmp_path / "gb" / "instances").entries == []
     workdir = Path(text.split("wrote ", 1)[1].split(" and launching", 1)[0]).parent
     assert workdir.name.startswith("game-bridge-demo-") and not workdir.exists()  # cleaned up

@@ -17,7 +17,7 @@ import pytest
 
 from game_bridge_mcp.mcp_server.remote import connect
 from http_helpers import INITIALIZE, HttpServer, game_processes, answer_messages, until
-from launch_helpers import ProcessGuard, write_declaration
+from launch_helpers import ProcessGuard, gone, write_declaration
 from mcp_harness import data, is_error, text
 
 pytestmark = pytest.mark.timeout(120)
@@ -165,14 +165,13 @@ def test_delete_stops_the_sessions_instances_and_its_id_is_gone(tmp_path: Path, 
                 kept = data(await client.call_tool("launch_instance", {}))
                 status, _h, _b = server.request("DELETE", headers=headers)
                 assert status == 200
-                assert until(lambda: not psutil.pid_exists(launched["pid"])
-                             or psutil.Process(launched["pid"]).status() == psutil.STATUS_ZOMBIE, 10)
+                assert until(lambda: gone(launched["pid"]), 10)
                 assert data(await client.call_tool("call_tool", {"name": "get_health"}))["port"] == kept["port"]
                 return int(kept["pid"])
         kept_pid = anyio.run(other)
         status, _h, _b = server.request("POST", call, headers=headers)
         assert status == 404
-        assert until(lambda: not psutil.pid_exists(kept_pid) or psutil.Process(kept_pid).status() == psutil.STATUS_ZOMBIE, 10)
+        assert until(lambda: gone(kept_pid), 10)
     finally:
         server.stop()
 

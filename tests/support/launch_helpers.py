@@ -61,6 +61,14 @@ def free_range(count: int) -> tuple[int, int]:
     raise RuntimeError("no free port range found")
 
 
+def gone(pid: int) -> bool:
+    """True when no process has this pid, or only its zombie is left (it may vanish between two looks)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
