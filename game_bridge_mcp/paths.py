@@ -1,9 +1,15 @@
 """The one owner of where the bridge and the kit keep files (docs/cli.md, "Where files go"):
 directories made private whatever the umask, a private temporary one when a directory is not
-this user's, and what is kept (:func:`prune_files` with a :class:`KeepRule` per kind)."""
+this user's, and what is kept (:func:`prune_files` with a :class:`KeepRule` per kind).
+
+The home and the registry folder are used only when nobody else could change what their
+path reaches (:mod:`.ownership`'s rule, the launch declaration's): a launched game imports
+this package from ``<home>/pythonpath``, so a home reached through a folder another user
+may write to would let that user choose the code it runs (docs/reliability.md)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import tempfile
@@ -15,6 +21,10 @@ from typing import Callable, Collection
 
 #: The entries directory itself, and its parent (``$GAME_BRIDGE_HOME/instances``).
 from .contract import ENV_HOME, ENV_INSTANCES
+from .errors import BridgeUsageError
+from .ownership import path_problem
+
+log = logging.getLogger(__name__)
 
 #: Name of the entries directory under the home directory.
 INSTANCES_DIRNAME = "instances"
@@ -75,6 +85,65 @@ def registry_home(environ: Mapping[str, str] | None = None,
     return registry_dir(environ, override).parent
 
 
+def _home_source(environ: Mapping[str, str], override: str | Path | None) -> str:
+    """Which setting chose the home, in words."""
+    if override is not None and str(override) != "":
+        return "the folder above --registry-dir"
+    if environ.get(ENV_INSTANCES, ""):
+        return f"the folder above {ENV_INSTANCES}"
+    if environ.get(ENV_HOME, ""):
+        return ENV_HOME
+    return "the default home"
+
+
+def folder_refusal(path: Path, what: str, stake: str, alternative: str) -> str | None:
+    """Why the folder ``path`` (``what`` it is, for the message) is not used, in a sentence
+    naming it, the reason and the fix; None when nobody else could change what the path
+    reaches (:func:`.ownership.path_problem`). A folder that does not exist yet is judged
+    by the way to it (it is made private when it is made). ``stake``: what whoever
+    controls it could do; ``alternative``: the other way out, after the fix."""
+    problem = path_problem(path)
+    if problem is None:
+        return None
+    return f"{what} {path} is not used: {problem[0]}. {stake} Fix: {problem[1]}, or {alternative}."
+
+
+def home_refusal(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> str | None:
+    """Why the bridge's home (:func:`registry_home`) may not be used, naming it; None when it may."""
+    env = _env(environ)
+    return folder_refusal(
+        registry_home(env, override), f"The bridge's home ({_home_source(env, override)})",
+        "Whoever could change it would choose what launched Python games import (its pythonpath/), "
+        "which files the bridge writes there and which port locks it takes.",
+        f"point {ENV_HOME} at a folder of your own")
+
+
+def check_home(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path:
+    """The bridge's home, or BridgeUsageError naming it, why it is not used and the fix."""
+    env = _env(environ)
+    refusal = home_refusal(env, override)
+    home = registry_home(env, override)
+    if refusal is not None:
+        raise BridgeUsageError(refusal, home=str(home), refused=True)
+    return home
+
+
+def registry_refusal(directory: Path) -> str | None:
+    """Why the registry folder ``directory`` is neither read nor written, naming it; None when it may be."""
+    return folder_refusal(directory, "The registry folder",
+                          "Whoever could change it would choose which games are listed and where their entries go.",
+                          f"use a folder of your own (--registry-dir, {ENV_INSTANCES} or {ENV_HOME})")
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(text: str) -> None:
+    if text not in _warned:
+        _warned.add(text)
+        log.warning("%s", text)
+
+
 def locks_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path:
     """Where the launcher keeps its per-port lock files: ``<home>/locks``."""
     return registry_home(environ, override) / LOCKS_DIRNAME
@@ -114,7 +183,10 @@ def _private_dir(path: Path) -> Path | None:
     """``path``, created 0700 (with any missing parents, see :func:`make_dirs`), or
     accepted as it is when it is a real directory owned by this user that nobody else
     can write to; None when it is not safe to write there. Never chmods a directory it
-    did not create."""
+    did not create. The way to it must be this user's too (:func:`.ownership.path_problem`),
+    checked before anything is made and again after."""
+    if path_problem(path) is not None:
+        return None
     try:
         make_dirs(path)
         info = os.lstat(path)
@@ -123,6 +195,8 @@ def _private_dir(path: Path) -> Path | None:
     if not stat.S_ISDIR(info.st_mode):
         return None
     if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return None
+    if path_problem(path) is not None:  # something on the way changed while it was made
         return None
     return path
 
@@ -142,7 +216,12 @@ def _named_dir(path: Path) -> Path | None:
 
 
 def _private_under_home(kind: str, environ: Mapping[str, str] | None, override: str | Path | None) -> Path | None:
-    """``<home>/<kind>`` made private to this user, else ``<tmp>/game-bridge-<kind>-<uid>``."""
+    """``<home>/<kind>`` made private to this user, else ``<tmp>/game-bridge-<kind>-<uid>``;
+    None (with a warning naming it) when the home itself is refused (:func:`home_refusal`)."""
+    refusal = home_refusal(environ, override)
+    if refusal is not None:
+        _warn_once(refusal)
+        return None
     for candidate in (registry_home(environ, override) / kind,
                       Path(tempfile.gettempdir()) / f"game-bridge-{kind}-{_user_tag()}"):
         found = _private_dir(candidate)
@@ -275,6 +354,6 @@ def fallback_locks_dir() -> Path:
     return found if found is not None else Path(tempfile.mkdtemp(prefix="game-bridge-locks-"))
 
 
-__all__ = ["DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
+__all__ = ["check_home", "folder_refusal", "home_refusal", "registry_refusal", "DEFAULT_HOME_DIRNAME", "ENV_HOME", "ENV_INSTANCES", "ENV_SCREENSHOTS", "INSTANCES_DIRNAME",
            "KeepRule", "LOCKS_DIRNAME", "LOG_KEEP", "make_dirs", "SCREENSHOT_KEEP", "TRACE_KEEP", "prune_files", "log_dir", "fallback_locks_dir", "locks_dir", "registry_dir", "registry_home",
            "screenshot_dir"]

@@ -22,9 +22,10 @@ from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
-from ..paths import locks_dir, log_dir, make_dirs, package_path_dir
+from ..paths import check_home, locks_dir, log_dir, make_dirs, package_path_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
+from .command import check_command
 from .monitor import Monitor
 from .watchlink import NoWatcher, WatcherLink
 
@@ -138,7 +139,14 @@ class Launcher:
                 f"Launch declaration {decl.path}: field 'launch.cwd' resolves to {decl.cwd}, which is "
                 "not a directory. It is relative to the gamebridge.json file.",
                 file=str(decl.path), field="launch.cwd")
+        # The program and script it runs must be out of other users' reach, like the
+        # declaration (the files do not depend on the port: the first one stands in).
+        probe_port = port if port is not None else decl.port_range[0]
+        check_command(decl, probe_port, {**self._environ, **decl.render_env(probe_port), **(env or {})})
         self._check_open()
+        # Port locks, logs and the Python path a launched game imports live in the home:
+        # one another user could change is refused, naming it (docs/reliability.md).
+        check_home(self._environ, self.config.registry_dir)
         lock = claim_port(port, decl, locks_dir=self.locks_dir, opener=self._opener,
                           is_launched=self.is_launched)
         try:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import registry_refusal
 from .entry import DEFAULT_MAX_BYTES, InvalidEntry, RegistryEntry, RegistryProblem, is_loopback_literal, load_entry
 
 try:  # psutil is a dependency of the bridge, but a vendored copy must not need it.
@@ -55,7 +56,9 @@ def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
                   time_budget_s: float = DEFAULT_TIME_BUDGET_S) -> RegistryScan:
     """Read the ``*.json`` entries in ``directory``; never raises for what is found there.
 
-    Hidden files (the writer's temporaries start with a dot) and other names are
+    A folder another user could change (:func:`..paths.registry_refusal`) is not read: the
+    scan is empty, its note and one problem say why. Hidden files (the writer's temporaries
+    start with a dot) and other names are
     skipped silently. A missing or unreadable directory gives an empty scan with a
     ``note``. Each unusable file becomes a problem with a reason; an entry whose
     ``host`` is not a loopback IP literal lands in ``ignored_hosts``, so nothing is
@@ -68,6 +71,11 @@ def read_registry(directory: Path, *, max_files: int = DEFAULT_MAX_FILES,
     """
     directory = Path(directory)
     scan = RegistryScan(directory=directory)
+    refusal = registry_refusal(directory)
+    if refusal is not None:  # another user could choose what it lists: nothing in it is read
+        scan.note = refusal
+        scan.problems.append(RegistryProblem(directory, refusal))
+        return scan
     started = time.monotonic()
     names: list[str] = []
     listing_cut = False

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config import port_number
 from ..jsonio import as_int
-from ..paths import make_dirs, registry_dir
+from ..paths import make_dirs, registry_dir, registry_refusal
 from .entry import InvalidEntry, load_entry
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,12 @@ def register_instance(*, port: int, name: str, version: str, protocol: int = 1,
         doc = entry_document(port=port, name=str(name), version=str(version),
                              protocol=protocol, host=str(host), pid=pid, cwd=cwd)
         body = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        make_dirs(target_dir)  # 0700, the home too if it is new
+        for _ in range(2):  # before anything is made there, and again once it is
+            refusal = registry_refusal(target_dir)
+            if refusal is not None:
+                log.warning("game-bridge registry: not registering. %s", refusal)
+                return None
+            make_dirs(target_dir)  # 0700, the home too if it is new
         path = target_dir / f"{pid}.json"
         fd, tmp_name = tempfile.mkstemp(prefix=f".{pid}.", suffix=".tmp", dir=target_dir)
         try:

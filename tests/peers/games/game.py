@@ -8,7 +8,14 @@ Every process it starts appends ``<pid> <starttime>`` to the file named by
     game.py --port N [--boot-delay S] [--crash CODE] [--child plain|setsid|escape|escape-brief]
             [--ignore-term] [--ignore-close] [--lines N] [--no-tools] [--helpers N]
             [--name N] [--version V] [--say TEXT]
+            [--daemon-at-boot] [--daemon-on-term] [--daemon-every S]
     game.py --role child [--setsid] [--ignore-term] [--escape [--brief]]
+    game.py --role daemon --pids FILE
+
+``--daemon-*`` start daemons that leave everything the bridge could know them by: a new
+session, a double fork, and an empty environment (no launch marker, not even
+``GB_TEST_PIDS``: the pid file is passed on the command line). ``/command?cmd=daemon``
+starts one and answers once it has recorded its pid.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 
-def record_pid() -> None:
-    path = os.environ.get("GB_TEST_PIDS")
+def record_pid(path: str | None = None) -> None:
+    path = path or os.environ.get("GB_TEST_PIDS")
     if not path:
         return
     try:
@@ -56,6 +63,45 @@ def escape(args: argparse.Namespace) -> None:
     if args.brief:
         argv.append("--brief")
     os.execve(sys.executable, argv, env)
+
+
+def spawn_daemon() -> int:
+    """Start a daemon (see the module docstring) and return its pid once it has recorded it."""
+    path = os.environ.get("GB_TEST_PIDS", os.devnull)
+    ready_r, ready_w = os.pipe()
+    if os.fork() == 0:  # the middle process: a new session, one more fork, then gone
+        try:
+            os.close(ready_r)
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.dup2(ready_w, 3)
+                os.set_inheritable(3, True)
+                os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), "--role", "daemon",
+                                           "--pids", path, "--ready-fd", "3"], {})
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    with os.fdopen(ready_r, "rb") as ready:
+        line = ready.readline()
+    try:
+        os.wait()  # the middle process
+    except ChildProcessError:
+        pass
+    return int(line or b"0")
+
+
+def run_daemon(args: argparse.Namespace) -> None:
+    for sig in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    record_pid(args.pids)
+    if args.ready_fd is not None:
+        os.write(args.ready_fd, f"{os.getpid()}\n".encode())
+        os.close(args.ready_fd)
+    while True:
+        time.sleep(3600)
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -114,6 +160,8 @@ def make_handler(game: Game) -> type[BaseHTTPRequestHandler]:
                 query = parse_qs(url.query)
                 cmd = query.get("cmd", [""])[0]
                 game.next_id += 1
+                if cmd == "daemon":
+                    say(f"daemon {spawn_daemon()}")
                 self.send_json(200, {"accepted": True, "commandId": game.next_id, "frame": game.frame})
                 say(f"command {cmd}")
                 if cmd == "close" and not game.args.ignore_close:
@@ -146,6 +194,21 @@ def run_game(args: argparse.Namespace) -> None:
         if args.ignore_term:
             extra.append("--ignore-term")
         subprocess.Popen([sys.executable, os.path.abspath(__file__), "--role", "child", *extra])
+    if args.daemon_on_term:
+        def on_term(_signum: int, _frame: object) -> None:
+            spawn_daemon()
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, on_term)
+    if args.daemon_at_boot:
+        say(f"daemon {spawn_daemon()}")
+    if args.daemon_every:
+        def spawner() -> None:
+            while True:
+                spawn_daemon()
+                time.sleep(args.daemon_every)
+
+        threading.Thread(target=spawner, daemon=True).start()
     if args.helpers:
         threading.Thread(target=spawn_helpers, args=(args.helpers,), daemon=True).start()
     if args.crash is not None:
@@ -173,7 +236,12 @@ def run_game(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--role", default="game", choices=["game", "child"])
+    parser.add_argument("--role", default="game", choices=["game", "child", "daemon"])
+    parser.add_argument("--pids", default=None)
+    parser.add_argument("--ready-fd", type=int, default=None)
+    parser.add_argument("--daemon-at-boot", action="store_true")
+    parser.add_argument("--daemon-on-term", action="store_true")
+    parser.add_argument("--daemon-every", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--boot-delay", type=float, default=0.0)
     parser.add_argument("--crash", type=int, default=None)
@@ -193,6 +261,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.role == "child":
         run_child(args)
+    elif args.role == "daemon":
+        run_daemon(args)
     else:
         run_game(args)
 
