@@ -73,7 +73,7 @@ def serve_game(argv: Sequence[str]) -> int:
     """The benchmark game: the kit, one listed command, padding in ``/state``, and a
     ``/bench-stats`` endpoint with what it served (requests and bytes per path, and how
     many requests carried ``after`` or ``view``)."""
-    from game_bridge_mcp.game._http import json_bytes
+    from game_bridge_mcp.game.server.http import json_bytes
     from game_bridge_mcp.game.demo import padding_json
     from game_bridge_mcp.game.kit import GameBridge
 

@@ -6,7 +6,7 @@ small JSON body (so only the server differs):
 
 * **bare**: ``http.server.ThreadingHTTPServer`` with a ``BaseHTTPRequestHandler`` that
   writes its answer in one send (the least a stdlib server does for keep-alive);
-* **kit**: the kit's ``KitHttpServer`` (game_bridge_mcp/game/_http.py) with one route;
+* **kit**: the kit's ``KitHttpServer`` (game_bridge_mcp/game/server/http.py) with one route;
 * **kit game**: a whole kit game (``GameBridge``) at 60 Hz, its real ``/health``.
 
 A client in this process sends the requests back to back: on one kept-alive connection,
@@ -69,7 +69,7 @@ def serve(kind: str) -> int:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         port = server.server_address[1]
     elif kind == "kit":
-        from game_bridge_mcp.game._http import KitHttpServer
+        from game_bridge_mcp.game.server.http import KitHttpServer
 
         kit = KitHttpServer("127.0.0.1", 0, lambda path, query: (200, cpu_body() if path == "/cpu" else BODY))
         threading.Thread(target=kit.serve_forever, daemon=True).start()

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ""
 sys.path.insert(0, str(ROOT))
 
-from game_bridge_mcp.game._png import decode_png  # noqa: E402
+from game_bridge_mcp.game.image.png import decode_png  # noqa: E402
 HERE = Path(__file__).resolve()
 
 

@@ -69,7 +69,7 @@ KILL_BRIDGE_EVERY_S = 20.0
 WARM_UP_CYCLES = 3
 #: Every this many cycles the game's server is flooded (the second cycle first).
 FLOOD_EVERY = 5
-#: The kit's cap on open connections (game_bridge_mcp/game/_http.py's MAX_CONNECTIONS).
+#: The kit's cap on open connections (game_bridge_mcp/game/server/http.py's MAX_CONNECTIONS).
 KIT_CONNECTIONS = 64
 SENTINEL = ("import signal, sys, time\n"
             "log = open(sys.argv[1], 'a', buffering=1)\n"

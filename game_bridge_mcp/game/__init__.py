@@ -3,13 +3,17 @@
 :class:`GameBridge` serves it (docs/game-side.md); ``python -m game_bridge_mcp.game.demo`` is a
 small game built on it. Standard library only: importing this package imports neither the MCP
 SDK nor psutil.
+
+Its folders: ``kit/`` (GameBridge and its parts), ``server/`` (the kit's HTTP server),
+``image/`` (images for ``/screenshot``), ``demo/`` (the demo game), and the wrappers that
+make an unmodified game drivable, ``pygame/`` and ``browser/``.
 """
 
 from __future__ import annotations
 
-from ._args import Arg, ArgumentError, Range
-from ._http import Answer
-from ._kit.outcomes import Pending
+from .kit.args import Arg, ArgumentError, Range
+from .server.http import Answer
+from .kit.outcomes import Pending
 from .image import Image, ImageFormatError, Pixels, encode_png, fit_size, from_encoded, from_pixels, \
     from_surface
 from .kit import (DEBUG_PORT_ENV, PROTOCOL, START_PAUSED_ENV, GameBridge, RawJson,

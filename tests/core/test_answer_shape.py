@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from game_bridge_mcp.core.outcome import CONTRACT_FIELDS
-from game_bridge_mcp.game._fruit import FruitMerge
+from game_bridge_mcp.game.demo.fruit import FruitMerge
 from game_bridge_mcp.game.demo import build
 from kit_helpers import looping
 from loop_helpers import app_for, call, demo_game, handmade_game

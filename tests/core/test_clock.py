@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.game._fruit import FruitMerge
+from game_bridge_mcp.game.demo.fruit import FruitMerge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from kit_helpers import demo
 from loop_helpers import bridge_for

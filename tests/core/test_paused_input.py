@@ -21,7 +21,7 @@ from game_bridge_mcp.core.outcome import CONTRACT_FIELDS
 from game_bridge_mcp.core.pending import MAX_PENDING, PendingCommands
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.game import GameBridge
-from game_bridge_mcp.game._args import Arg
+from game_bridge_mcp.game.kit.args import Arg
 from kit_helpers import looping
 from loop_helpers import app_for, bridge_for, call, error_text, handmade_game
 from mcp_harness import connect, data

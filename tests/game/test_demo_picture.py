@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from game_bridge_mcp.game import _demo_picture as picture
-from game_bridge_mcp.game._private_files import PrivateDir
+from game_bridge_mcp.game.demo import picture
+from game_bridge_mcp.game.demo.files import PrivateDir
 from game_bridge_mcp.game.demo import SCREENSHOT_FRAMES, FruitMerge
 from png_helpers import read_png
 from peers.kitfakes import demo_process

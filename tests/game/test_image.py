@@ -21,7 +21,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import pygame  # noqa: E402  (pygame-ce is in the test extra)
 
 from game_bridge_mcp.game import image  # noqa: E402
-from game_bridge_mcp.game._png import decode_png  # noqa: E402
+from game_bridge_mcp.game.image.png import decode_png  # noqa: E402
 from game_bridge_mcp.game.image import Image, ImageFormatError, Pixels  # noqa: E402
 from png_helpers import read_png  # noqa: E402
 

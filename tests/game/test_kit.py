@@ -20,7 +20,7 @@ import pytest
 from peers.fakegame import wait_until
 from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.game import GameBridge, RawJson, debug_port_from_argv, encode_state
-from game_bridge_mcp.game._http import is_loopback_host_header
+from game_bridge_mcp.game.server.http import is_loopback_host_header
 from game_bridge_mcp.registry import read_registry
 from game_bridge_mcp.wire.transport import loopback_opener
 

@@ -17,8 +17,8 @@ from typing import Any, Iterator
 import psutil
 import pytest
 
-from game_bridge_mcp.game import _http
-from game_bridge_mcp.game._http import MAX_CONNECTIONS, KitHttpServer
+from game_bridge_mcp.game.server import http as _http
+from game_bridge_mcp.game.server.http import MAX_CONNECTIONS, KitHttpServer
 from peers.kitfakes import demo_process
 from launch_helpers import wait_until
 

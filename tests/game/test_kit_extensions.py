@@ -10,8 +10,8 @@ from typing import Any, Iterator
 import pytest
 
 from game_bridge_mcp.game import GameBridge, RawJson
-from game_bridge_mcp.game._kit.outcomes import RESULT_LIMIT, RESULTS_KEPT
-from game_bridge_mcp.game._kit.state import UI_TEXT_LIMIT
+from game_bridge_mcp.game.kit.outcomes import RESULT_LIMIT, RESULTS_KEPT
+from game_bridge_mcp.game.kit.state import UI_TEXT_LIMIT
 from kit_helpers import Held, command, doc, fetch, looping, outcome, settled
 from peers.fakegame import wait_until
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from game_bridge_mcp.game._http import MAX_HEADERS, KitHttpServer
+from game_bridge_mcp.game.server.http import MAX_HEADERS, KitHttpServer
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -23,7 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from game_bridge_mcp.game import _fruit, demo  # noqa: E402
+from game_bridge_mcp.game import demo  # noqa: E402
+from game_bridge_mcp.game.demo import fruit as _fruit  # noqa: E402
 
 
 def apply(variant: str) -> None:

@@ -26,6 +26,16 @@ LAYERS: dict[str, float] = {
 }
 #: What the game kit may import besides itself: a game needs no HTTP client or bridge.
 GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version"}
+#: The game side's folders, each on a layer: a folder imports only folders on a lower layer
+#: (and itself). The kit's HTTP server and the images know nothing of the kit; the demo
+#: and the wrappers are built on the kit, and nothing is built on them.
+GAME_LAYERS: dict[str, int] = {
+    "demo": 2, "pygame": 2, "browser": 2,
+    "kit": 1,
+    "server": 0, "image": 0,
+}
+#: The game package's front door, which re-exports the kit's public names.
+GAME_FACADE = f"{ROOT}.game.__init__"
 #: The tools' families (core/tools/): each a module of tool units, standing alone.
 TOOLS = f"{ROOT}.core.tools"
 FAMILIES = {f"{TOOLS}.{name}" for name in ("instances", "toolsets", "calls", "state", "clock", "events", "screenshots")}
@@ -108,6 +118,34 @@ def test_imports_run_downward_between_boxes() -> None:
     assert not bad, "\n".join(bad)
 
 
+def game_folder(module: str) -> str:
+    """The folder of game/ that ``module`` (or package) is in, "" for game/ itself."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] != "__init__" else ""
+
+
+def test_the_game_sides_folders_import_downward() -> None:
+    """game/ is folders, not modules side by side: each folder is on a layer of GAME_LAYERS,
+    and nothing lies loose beside them but the package's front door."""
+    found = imports()
+    game = {m for m in found if box_of(m) == "game"}
+    loose = sorted(m for m in game if len(m.split(".")) == 3 and m != GAME_FACADE)
+    assert not loose, f"modules loose in game/ (put each in a folder of GAME_LAYERS): {loose}"
+    folders = {game_folder(m) for m in game} - {""}
+    assert folders <= set(GAME_LAYERS), f"game/ folders with no layer in this test: {sorted(folders - set(GAME_LAYERS))}"
+    bad = []
+    for module in sorted(game - {GAME_FACADE}):
+        source = game_folder(module)
+        for target, line, _names in found[module]:
+            target = internal(target) or ""
+            if box_of(target) != "game" or target == f"{ROOT}.game":
+                continue
+            dest = game_folder(target)
+            if dest != source and (not dest or GAME_LAYERS[dest] >= GAME_LAYERS[source]):
+                bad.append(f"{module}:{line} imports {target} (game/{source}/ may not import game/{dest or '__init__'})")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_contract_imports_nothing_of_the_package() -> None:
     """contract.py is the bottom: pure data that the kit, the bridge and check all import."""
     found = [f"{target} (line {line})" for target, line, _names in imports()[f"{ROOT}.contract"] if internal(target)]
@@ -170,7 +208,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
             for name in names:
                 if name.startswith("_") and not name.startswith("__") and not same_box_private_module:
                     if (PACKAGE.parent / Path(*f"{target}.{name}".split("."))).with_suffix(".py").exists():
-                        continue  # a private module of this box (game/_args.py), not a private name
+                        continue  # a private module of this box (game/pygame/_hooks.py), not a private name
                     bad.append(f"{module}:{line} imports {name} from {target}")
     assert not bad, "\n".join(bad)
 

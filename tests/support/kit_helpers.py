@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from game_bridge_mcp.game import GameBridge
-from game_bridge_mcp.game._fruit import FruitMerge
+from game_bridge_mcp.game.demo.fruit import FruitMerge
 from game_bridge_mcp.game.demo import build
 
 

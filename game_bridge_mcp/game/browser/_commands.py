@@ -24,8 +24,8 @@ import logging
 from collections.abc import Mapping
 from typing import Annotated, Any, Callable
 
-from .._args import Arg
-from .._kit.outcomes import Pending
+from ..kit.args import Arg
+from ..kit.outcomes import Pending
 from . import _scripts
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ import re
 import string
 from typing import Annotated, Any, Callable, Protocol
 
-from .._args import Arg
-from .._kit.outcomes import Pending
+from ..kit.args import Arg
+from ..kit.outcomes import Pending
 
 MAX_TEXT = 1000
 MAX_PRESS_FRAMES = 10000

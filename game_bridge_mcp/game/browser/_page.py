@@ -10,8 +10,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from .._kit.outcomes import Pending
-from .._scale import fit_size
+from ..kit.outcomes import Pending
+from ..image.scale import fit_size
 from ..kit import GameBridge
 from . import _scripts
 from ._input import Devices

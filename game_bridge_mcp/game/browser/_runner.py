@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
-from .._kit.clock import START_PAUSED_ENV
+from ..kit.clock import START_PAUSED_ENV
 from ._options import PROG, USAGE, Options, Target, UsageError, parse, resolve_target, write_init
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Protocol
 
-from .._args import Arg
-from .._kit.outcomes import Pending
+from ..kit.args import Arg
+from ..kit.outcomes import Pending
 
 #: The longest text one ``text`` command delivers.
 MAX_TEXT = 1000

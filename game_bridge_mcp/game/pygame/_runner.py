@@ -16,7 +16,7 @@ from typing import Any
 
 from ..._version import __version__
 from ...contract import ENV_DEBUG_PORT
-from .._kit.clock import START_PAUSED_ENV
+from ..kit.clock import START_PAUSED_ENV
 
 PROG = "game-bridge-mcp pygame"
 USAGE = f"""usage: {PROG} [--port N] [--paused] [--window] (-m MODULE | SCRIPT) [ARGS ...]

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union, cast
 
-from ._connections import Connection, ConnectionTable
+from .connections import Connection, ConnectionTable
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ RouteAnswer = Union["tuple[int, bytes]", Answer]
 Route = Callable[[str, str], RouteAnswer]
 #: How long an idle keep-alive connection is kept open.
 IDLE_TIMEOUT_S = 60.0
-#: Open connections (each a thread) at most; see :mod:`._connections` for who gives way.
+#: Open connections (each a thread) at most; see :mod:`.connections` for who gives way.
 MAX_CONNECTIONS = 64
 #: A request's line and headers arrive within this (from the accept, or the first byte
 #: of a kept-alive connection's next request).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Protocol
 
-from .._args import Arg, CommandSpec, spec_from_function
+from .args import Arg, CommandSpec, spec_from_function
 from .outcomes import Pending
 from ...contract import CLOCK_COMMANDS, ENV_START_PAUSED, MAX_STEP_FRAMES
 

@@ -9,9 +9,9 @@ import sys
 import threading
 from typing import Any, Union
 
-from ._png import (DEFAULT_LEVEL, JPEG_SOI, PNG_SIGNATURE, ImageFormatError, decode_png,
+from .png import (DEFAULT_LEVEL, JPEG_SOI, PNG_SIGNATURE, ImageFormatError, decode_png,
                    encode_png, jpeg_size, png_size)
-from ._scale import MODES, box_downscale, fit_size
+from .scale import MODES, box_downscale, fit_size
 
 __all__ = ["Image", "ImageFormatError", "Pixels", "MAX_ENCODED_BYTES", "MAX_PIXELS", "MAX_SIDE",
            "box_downscale", "encode", "encode_png", "fit_size", "freeze", "from_encoded",

@@ -1,6 +1,6 @@
 """The kit's endpoints: what each GET path answers, as docs/contract.md describes it. Every
 handler takes the query string and answers ``(status, json_bytes)`` or an
-:class:`~.._http.Answer`."""
+:class:`~..server.http.Answer`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any, Callable, Protocol
 
 from ...contract import (COMMAND, DEFAULT_EVENTS_LIMIT, EVENTS, HEALTH, LIMIT, MAX_EVENTS_LIMIT, SINCE,
                          STATE, TOOLS)
-from . import query as _query
-from .._http import RouteAnswer, json_bytes
+from ..server import query as _query
+from ..server.http import RouteAnswer, json_bytes
 from .state import encode_state
 
 log = logging.getLogger(__name__)

@@ -11,21 +11,21 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
-from ..contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE, PROTOCOL, RESULTS, SCREENSHOT,
+from ...contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE, PROTOCOL, RESULTS, SCREENSHOT,
                         VIEW_FEATURE)
-from ._kit import loop as _loop
-from ._args import Arg, spec_from_function
-from ._kit.clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
-from ._kit.commands import CommandQueue, CommandTable
-from ._kit.events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
-from ._http import RouteAnswer, json_bytes
-from ._kit.outcomes import Outcomes, Pending
-from ._kit.ports import DEBUG_PORT_ENV, debug_port_from_argv
-from ._kit.routes import Handler, kit_routes
-from ._screenshot import WAIT_S as SCREENSHOT_WAIT_S
-from ._screenshot import Capture, Screenshots
-from ._kit.serving import Serving
-from ._kit.state import RawJson, encode_state, state_document
+from . import loop as _loop
+from .args import Arg, spec_from_function
+from .clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
+from .commands import CommandQueue, CommandTable
+from .events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
+from ..server.http import RouteAnswer, json_bytes
+from .outcomes import Outcomes, Pending
+from .ports import DEBUG_PORT_ENV, debug_port_from_argv
+from .routes import Handler, kit_routes
+from .screenshot import WAIT_S as SCREENSHOT_WAIT_S
+from .screenshot import Capture, Screenshots
+from .serving import Serving
+from .state import RawJson, encode_state, state_document
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class GameBridge:
         :class:`~game_bridge_mcp.game.image.Image`, or None (nothing to show: 503). The
         kit scales and encodes off the game thread. ``window()`` returns the window's
         size in pointer pixels, sent as ``X-Game-Window``; ``wait_s`` is how long a
-        request waits for the game's next frame before a 503. See :mod:`._screenshot`.
+        request waits for the game's next frame before a 503. See :mod:`.screenshot`.
         """
 
         def register(target: Capture) -> Capture:
@@ -184,7 +184,7 @@ class GameBridge:
 
     def add_route(self, path: str, handler: Handler) -> None:
         """Serve another GET endpoint: ``handler(query)`` answers ``(status, json_bytes)``
-        or an :class:`~game_bridge_mcp.game._http.Answer`, on an HTTP thread."""
+        or an :class:`~game_bridge_mcp.game.server.http.Answer`, on an HTTP thread."""
         if not path.startswith("/"):
             raise ValueError(f"a route path starts with '/', not {path!r}")
         self._routes[path] = handler

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .commands import PROTOCOL
-from .._http import KitHttpServer, Route
+from ..server.http import KitHttpServer, Route
 
 log = logging.getLogger(__name__)
 

@@ -17,13 +17,13 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from .._version import __version__
-from ._args import Arg, Range
-from ._demo_picture import HEIGHT as PICTURE_HEIGHT, WIDTH as PICTURE_WIDTH, render_picture
-from ._fruit import (BUTTONS, COLUMNS, DROP_KINDS, DROP_WEIGHTS, FALL_TICKS, GAME_NAME, HALF,
+from ..._version import __version__
+from ..kit.args import Arg, Range
+from .picture import HEIGHT as PICTURE_HEIGHT, WIDTH as PICTURE_WIDTH, render_picture
+from .fruit import (BUTTONS, COLUMNS, DROP_KINDS, DROP_WEIGHTS, FALL_TICKS, GAME_NAME, HALF,
                      MERGE_TICKS, PIECES, POINTS, POP_POINTS, ROWS, SCREENSHOT_FRAMES, SYMBOLS,
                      FruitMerge, RuleError, rules)
-from .kit import GameBridge, RawJson
+from ..kit import GameBridge, RawJson
 
 __all__ = ["BUTTONS", "COLUMNS", "DROP_KINDS", "DROP_WEIGHTS", "FALL_TICKS", "GAME_NAME", "HALF",
            "MERGE_TICKS", "PIECES", "POINTS", "POP_POINTS", "ROWS", "SCREENSHOT_FRAMES", "SYMBOLS",
@@ -189,6 +189,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{GAME_NAME}: closed (frame {bridge.frame}, score {game.score})", flush=True)
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover - exercised through subprocess tests
-    sys.exit(main())

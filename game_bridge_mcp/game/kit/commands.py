@@ -1,6 +1,6 @@
 """The commands a game accepts: the table behind ``/tools``, and the queue behind ``/command``
 that the game thread drains in order, both derived from the same registered
-:class:`~.._args.CommandSpec`."""
+:class:`~.args.CommandSpec`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from .._args import ArgumentError, CommandSpec, check_name, convert_query
+from .args import ArgumentError, CommandSpec, check_name, convert_query
 from .outcomes import Outcomes, Pending, error_text, failure, success
 from ...contract import CMD, PROTOCOL
 

@@ -1,5 +1,5 @@
 """Fruit Merge's rules: the board, the ladder of fruit, merges, scoring, screens. Pure and
-frame by frame; :mod:`.demo` wires them to the kit."""
+frame by frame; the package (:mod:`game_bridge_mcp.game.demo`) wires them to the kit."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from ._private_files import PrivateDir
+from .files import PrivateDir
 
 GAME_NAME = "Fruit Merge"
 PIECES = ("cherry", "strawberry", "grape", "orange", "apple", "pear", "peach", "pineapple",
@@ -427,7 +427,7 @@ class FruitMerge:
         return header + "\n" + "\n".join(rows) + "\n+" + "-" * (2 * COLUMNS - 1) + "+\n"
 
     def _write_screenshot(self, name: str) -> None:
-        try:  # a private directory; never over an existing name (see _private_files)
+        try:  # a private directory; never over an existing name (see files.py)
             path = self.shot_files.write_new(name, ".txt", self.render().encode("utf-8"))
         except OSError as exc:
             self.emit("screenshot:failed", name=name, error=str(exc)[:200])

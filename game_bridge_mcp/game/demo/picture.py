@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional, Protocol
 
-from .image import Pixels
+from ..image import Pixels
 
 Colour = tuple[int, int, int]
 

@@ -9,10 +9,10 @@ import logging
 import threading
 from typing import Any, Callable, Optional
 
-from ..contract import FRAME_HEADER, MAX_HEIGHT, MAX_WIDTH, WINDOW_HEADER
-from . import image
-from ._http import Answer, json_bytes
-from ._kit.query import parse as parse_query
+from ...contract import FRAME_HEADER, MAX_HEIGHT, MAX_WIDTH, WINDOW_HEADER
+from .. import image
+from ..server.http import Answer, json_bytes
+from ..server.query import parse as parse_query
 
 log = logging.getLogger(__name__)
 
