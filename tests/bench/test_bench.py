@@ -24,6 +24,7 @@ def scratch_dirs(tmp: Path) -> set[Path]:
     return set(tmp.glob("gb-bench-*"))
 
 
+@pytest.mark.slow
 def test_quick_mode_reports_every_figure_and_reaps_its_processes(tmp_path: Path) -> None:
     # The run gets a temporary directory of its own, so other runs on the machine
     # (another checkout's suite) cannot make its scratch-directory check fail.

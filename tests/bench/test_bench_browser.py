@@ -17,6 +17,7 @@ from web_helpers import require_browser
 pytestmark = pytest.mark.timeout(150)
 
 
+@pytest.mark.slow
 def test_quick_mode_reports_every_figure_and_leaves_nothing_behind(tmp_path: Path) -> None:
     require_browser()
     done, leftovers = run_script("bench_browser.py", "--quick", "--json", timeout=140,

@@ -41,6 +41,7 @@ def test_the_statistics_are_computed_one_way() -> None:
     assert machine["nproc"] >= 1 and machine["python"] and "loadAverage" in machine
 
 
+@pytest.mark.slow
 def test_the_runner_runs_scenarios_by_name_with_one_machine_description() -> None:
     listed, _ = run_script("run_bench.py", "--list")
     assert listed.returncode == 0 and all(name in listed.stdout for name in ("confirm", "discovery", "http", "browser"))

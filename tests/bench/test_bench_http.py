@@ -15,6 +15,7 @@ from script_runs import run_script
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.mark.slow
 def test_a_short_run_reports_every_figure_and_reaps_its_processes(tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     env.pop("GAME_BRIDGE_TOKEN", None)

@@ -12,6 +12,7 @@ from script_runs import run_script
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 def test_quick_mode_reports_every_figure_and_reaps_the_demo() -> None:
     done, leftovers = run_script("bench_kit.py", "--quick", "--json")
     assert done.returncode == 0, done.stderr[-2000:]

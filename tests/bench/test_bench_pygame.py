@@ -15,6 +15,7 @@ from script_runs import run_script
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script, prefix", [("bench_pygame.py", "gb-pygamebench-"),
                                             ("bench_screenshot.py", "gb-shotbench-")])
 def test_quick_mode_leaves_no_scratch_directory(script: str, prefix: str, tmp_path: Path) -> None:

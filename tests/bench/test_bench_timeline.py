@@ -16,6 +16,7 @@ from script_runs import run_script
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--no-ext"]], ids=["after", "no-ext"])
 def test_a_short_run_times_every_stretch_of_a_call(extra: list[str], tmp_path: Path) -> None:
     done, leftovers = run_script("bench_timeline.py", "--calls", "8", "--json", *extra,

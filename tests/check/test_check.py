@@ -57,6 +57,7 @@ def port_is_quiet(port: int) -> bool:
 
 # --------------------------------------------------------------------------- the demo conforms
 
+@pytest.mark.slow
 def test_the_demo_game_passes_every_check(registry: dict[str, str]) -> None:
     with demo_process("--hz", "200", env=registry) as demo:
         for query in ("click&label=Start", "drop&x=0"):  # a round started and a move: events to check
@@ -94,6 +95,7 @@ def write_declaration(directory: Path, argv: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_launch_checks_the_entry_is_written_after_bind(tmp_path: Path) -> None:
     environ = {"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     config = write_declaration(tmp_path, [sys.executable, "-m", "game_bridge_mcp.game.demo", "--port", "{port}",
@@ -107,6 +109,7 @@ def test_launch_checks_the_entry_is_written_after_bind(tmp_path: Path) -> None:
     assert "Launched on port " in result.out
 
 
+@pytest.mark.slow
 def test_launch_catches_an_entry_written_before_bind(tmp_path: Path) -> None:
     environ = {"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "peers" / "kitfakes_game.py"),
@@ -116,6 +119,7 @@ def test_launch_catches_an_entry_written_before_bind(tmp_path: Path) -> None:
     assert result.has("FAIL", "registry entry was written before the port was bound"), result
 
 
+@pytest.mark.slow
 def test_launch_catches_an_entry_left_behind_after_close(tmp_path: Path) -> None:
     environ = {"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     config = write_declaration(tmp_path, [sys.executable, str(REPO / "tests" / "peers" / "kitfakes_game.py"),
@@ -135,6 +139,7 @@ def test_launch_of_a_game_that_does_not_start_fails_with_its_output(tmp_path: Pa
     assert "no debug port here" in result.out
 
 
+@pytest.mark.slow
 def test_a_chosen_command_drives_the_cycle(registry: dict[str, str]) -> None:
     with demo_process("--hz", "200", env=registry) as demo:
         result = check("--port", str(demo.port), "--command", "set_seed", "--arg", "seed=4", "--no-close",
@@ -212,6 +217,7 @@ def test_nan_in_state_fails(registry: dict[str, str]) -> None:
     assert result.has("FAIL", "GET /state: the body contains NaN")
 
 
+@pytest.mark.slow
 def test_close_that_does_not_shut_down_fails(registry: dict[str, str]) -> None:
     with BrokenGame(close_works=False) as game:
         result = check("--port", str(game.port), "--grace", "300", environ=registry)
@@ -272,6 +278,7 @@ def test_help() -> None:
     assert result.code == 0 and "--launch" in result.out and "--no-close" in result.out
 
 
+@pytest.mark.slow
 def test_the_cli_subcommand_end_to_end(registry: dict[str, str]) -> None:
     with demo_process("--hz", "200", env=registry) as demo:
         out = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "check", "--port", str(demo.port)],

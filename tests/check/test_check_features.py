@@ -74,6 +74,7 @@ def check_game(game: HandmadeGame, *extra: str, tmp: Path) -> Result:
 
 # --------------------------------------------------------------------------- what conforms
 
+@pytest.mark.slow
 def test_every_feature_of_the_reference_game_passes(tmp_path: Path) -> None:
     with played(HandmadeGame(hz=120, event_buffer=8).start()) as game:
         result = check_game(game, "--no-close", tmp=tmp_path)
@@ -151,6 +152,7 @@ LYING = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie,features,fragment", LYING, ids=[f"{lie}-{'+'.join(sorted(f))}" for lie, f, _ in LYING])
 def test_each_lie_is_a_fail_that_says_what_was_wrong(lie: str, features: set[str], fragment: str,
                                                      tmp_path: Path) -> None:
@@ -186,6 +188,7 @@ def declaration(directory: Path, *args: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", [None, "start-paused-ignored"])
 def test_launch_checks_that_start_paused_is_honoured(tmp_path: Path, lie: str | None) -> None:
     config = declaration(tmp_path, *(["--lie", lie, "--features", "clock"] if lie else []))
@@ -238,6 +241,7 @@ def kit_game(capture: Callable[[], Any], *, hz: float = 200.0) -> Iterator[Any]:
         bridge.stop()
 
 
+@pytest.mark.slow
 def test_the_kits_screenshot_passes(tmp_path: Path) -> None:
     from game_bridge_mcp.game import Pixels
 
@@ -249,6 +253,7 @@ def test_the_kits_screenshot_passes(tmp_path: Path) -> None:
     assert result.has("PASS", "maxWidth=64&maxHeight=64: PNG 64x48"), result
 
 
+@pytest.mark.slow
 def test_the_kits_503_carries_the_games_reason(tmp_path: Path) -> None:
     def capture() -> Any:
         raise RuntimeError("the GPU went away")

@@ -29,6 +29,7 @@ def test_list(tmp_path: Path) -> None:
         assert name in out.stdout
 
 
+@pytest.mark.slow
 def test_tools_game_tools_and_bridge_tools(tmp_path: Path) -> None:
     with FakeGame() as game:
         port = str(game.port)
@@ -44,6 +45,7 @@ def test_tools_game_tools_and_bridge_tools(tmp_path: Path) -> None:
         assert json.loads(out.stdout)["matched"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,code,prefix", [
     ("offline", 3, "GameOffline:"),
     ("impostor", 4, "NotAGameSurface:"),
@@ -73,16 +75,19 @@ def test_errors_go_to_stderr_with_their_exit_code(tmp_path: Path, case: str, cod
         assert "--keep" in out.stderr
 
 
+@pytest.mark.slow
 def test_launch_with_keep_outlives_the_command_and_closes_cleanly(tmp_path: Path) -> None:
     import psutil
 
     from launch_helpers import gone
     from peers.fakegame import wait_until
+    from ports import free_port
 
     decl = tmp_path / "gamebridge.json"
+    port = free_port()
     decl.write_text(json.dumps({"name": "Kept Game", "launch": {
         "argv": [sys.executable, str(ROOT / "tests" / "peers" / "games" / "game.py"), "--port", "{port}", "--lines", "3"],
-        "portRange": "7840-7859", "readyTimeoutMs": 20000}}))
+        "portRange": f"{port}-{port}", "readyTimeoutMs": 20000}}))
     out = call(tmp_path, "launch_instance", "--keep", "--config", str(decl))
     assert out.returncode == 0, out.stderr
     launched = json.loads(out.stdout)

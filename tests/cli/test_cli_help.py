@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from game_bridge_mcp.errors import ERROR_TYPES
 from game_bridge_mcp.core.tools.table import BRIDGE_TOOLS, TOOLS
 from peers.fakegame import FakeGame
@@ -57,6 +59,7 @@ def test_call_list_verbose_and_tool_help_give_the_description_and_arguments(tmp_
     assert "graceMs (integer; 0..600000)" in one.stdout and "usage:" not in one.stdout
 
 
+@pytest.mark.slow
 def test_v_and_version_mean_the_version_for_every_command(tmp_path: Path) -> None:
     """-v is --version everywhere (the spec's server option), never verbose; --verbose is verbose."""
     from game_bridge_mcp import __version__
@@ -73,6 +76,7 @@ def test_v_and_version_mean_the_version_for_every_command(tmp_path: Path) -> Non
     assert asks_version("pygame", ["--window", "-v", "game.py"])
 
 
+@pytest.mark.slow
 def test_call_help_for_a_game_tool_reads_the_games_manifest(tmp_path: Path) -> None:
     with FakeGame() as game:
         out = run(tmp_path, "call", "drop", "--help", "--port", str(game.port))
@@ -110,6 +114,7 @@ def test_a_server_on_a_terminal_says_what_it_is_on_stderr_only(tmp_path: Path) -
     assert out == b""  # nothing but the protocol on stdout, and no client spoke
 
 
+@pytest.mark.slow
 def test_no_hint_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GAME_BRIDGE_HOME": str(tmp_path / "home")}
     proc = subprocess.run([sys.executable, "-m", "game_bridge_mcp", "--no-scan", "--no-registry"],
@@ -117,6 +122,7 @@ def test_no_hint_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
     assert b"waiting for a client" not in proc.stderr and proc.stdout == b""
 
 
+@pytest.mark.slow
 def test_a_long_wait_shows_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
     """``call`` draws a long wait's progress on a terminal's stderr, redrawn in place and
     cleared before the answer; piped, stderr stays empty and stdout is the answer alone."""
@@ -168,6 +174,7 @@ def _read_terminal(controller: int) -> bytes:
         seen += chunk
 
 
+@pytest.mark.slow
 def test_check_launch_draws_the_boot_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
     """``check --launch`` shows a slow boot as it happens on a terminal's stderr (cleared
     before the results), and nothing of it when stderr is piped."""

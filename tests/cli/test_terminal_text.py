@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from game_bridge_mcp.manifest.sanitise import TerminalText, terminal
 from peers.handmade import HandmadeGame
 from peers.hostile_text import EVIL, forbidden
@@ -45,6 +47,7 @@ def crafted_trace(path: Path, port: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_replay_prints_a_crafted_traces_text_without_its_escapes(tmp_path: Path) -> None:
     with HandmadeGame() as game:
         trace = crafted_trace(tmp_path / "crafted.trace", game.port)
@@ -59,6 +62,7 @@ def test_replay_prints_a_crafted_traces_text_without_its_escapes(tmp_path: Path)
         assert_clean(out.stderr)
 
 
+@pytest.mark.slow
 def test_a_broken_traces_line_is_quoted_clean(tmp_path: Path) -> None:
     trace = tmp_path / "broken.trace"
     trace.write_text('{"format": "game-bridge-trace", "version": 1}\n' + CRAFTED + "\n", encoding="utf-8")

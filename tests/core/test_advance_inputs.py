@@ -92,6 +92,7 @@ def test_a_pygame_game_holds_right_for_exactly_ten_frames_and_reads_space_at_its
         assert results[0] == results[1] == (10, [11])  # held in frames 1-10; space read in frame 11
 
 
+@pytest.mark.slow
 def test_a_web_page_over_mcp_inputs_at_their_frames_and_the_picture_after(guard: ProcessGuard) -> None:
     with browser_wrapped(guard, "--size", "320x240", str(PAGES)) as game:
         bridge = bridge_for(game.port)

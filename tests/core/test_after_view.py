@@ -165,6 +165,7 @@ def test_a_game_whose_after_answers_at_once_is_confirmed_then_polled() -> None:
         assert "after" not in parameters(paths_since(game, mark))  # polled now
 
 
+@pytest.mark.slow
 def test_a_game_whose_after_holds_for_all_of_wait_ms_is_confirmed_within_the_deadline() -> None:
     with HandmadeGame(hz=100, lies={"after-hangs"}) as game:
         bridge = bridge_for(game.port)

@@ -101,6 +101,7 @@ def test_every_channel_of_a_game_reaches_the_agent_clean(serve: Any, eager: bool
     assert wanted <= scanner.seen, f"channels that never reached an answer: {sorted(wanted - scanner.seen)}"
 
 
+@pytest.mark.slow
 def test_a_launched_games_name_version_log_and_progress_reach_the_agent_clean(
         tmp_path: Path, guard: ProcessGuard) -> None:
     def arg(channel: str) -> str:  # a command line cannot carry NUL; everything else it can

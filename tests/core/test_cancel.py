@@ -202,6 +202,7 @@ class RawClient:
         return self.replies.pop(ident)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sdk_dispatch", [False, True], ids=["fast-path", "sdk-dispatch"])
 def test_cancelled_calls_over_stdio_do_not_pile_up_threads(tmp_path: Path, sdk_dispatch: bool) -> None:
     with FakeGame() as game:

@@ -85,6 +85,7 @@ def test_advance_until_stops_at_exactly_the_frame_the_rules_say() -> None:
         anyio.run(main)
 
 
+@pytest.mark.slow
 def test_frames_alone_step_exactly_that_many_and_stay_paused() -> None:
     with demo() as port, HandmadeGame(hz=500, start_paused=True) as hand:
         async def main() -> None:

@@ -114,6 +114,7 @@ ABSURD: dict[str, Callable[[int], bytes]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field", ["frame", "completedCommandId", "commandId"])
 @pytest.mark.parametrize("absurd", list(ABSURD))
 def test_absurd_numbers_give_a_clear_error_or_a_sane_answer_and_the_port_recovers(

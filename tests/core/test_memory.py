@@ -45,6 +45,7 @@ def held() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
+@pytest.mark.slow
 def test_a_large_state_is_let_go_when_its_call_ends(game: int) -> None:
     bridge = Bridge(Config(port=game, environ={}, scan=False, registry=False))
     calls = [("call_tool", {"name": "bump"}), ("call_tool", {"name": "get_state"}),

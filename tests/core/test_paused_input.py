@@ -129,6 +129,7 @@ def test_advance_until_frame_by_frame_behind_a_pending_press() -> None:
             bridge.shutdown()
 
 
+@pytest.mark.slow
 def test_pending_commands_are_bounded_and_the_bridge_keeps_serving() -> None:
     with handmade_game(start_paused=True) as game:
         bridge = bridge_for(game.port)

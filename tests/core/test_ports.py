@@ -40,6 +40,7 @@ def declared_bridge(tmp_path: Path, guard: ProcessGuard, *, port_range: tuple[in
     return Bridge(Config(declaration=load_declaration(path), **config))
 
 
+@pytest.mark.slow
 def test_the_one_launched_instance_is_the_port_and_several_must_be_named(tmp_path: Path, guard: ProcessGuard) -> None:
     bridge = declared_bridge(tmp_path, guard)
 
@@ -77,6 +78,7 @@ def test_a_configured_port_comes_before_the_launched_one(tmp_path: Path, guard: 
             bridge.shutdown()
 
 
+@pytest.mark.slow
 def test_game_offline_names_the_live_instances_the_bridge_knows_of(tmp_path: Path, guard: ProcessGuard) -> None:
     registry = tmp_path / "home" / "instances"
     dead_low, _ = free_range(1)

@@ -134,6 +134,7 @@ def test_bad_limits_are_refused_naming_the_argument(shots: Path, arguments: dict
 
 # --------------------------------------------------------------------------- lying games
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie, error, message", [
     ("screenshot-not-image", NotAGameSurface, "did not answer a usable image: the body is not a PNG or JPEG image"),
     ("screenshot-wrong-type", NotAGameSurface, "the answer is text/plain, not image/png or image/jpeg"),

@@ -409,6 +409,7 @@ def test_probes_run_concurrently() -> None:
     assert "unresponsive" not in report
 
 
+@pytest.mark.slow
 def test_hung_listeners_are_reported_and_cost_one_deadline(reg: Path) -> None:
     with ExitStack() as stack:
         hung = sorted(stack.enter_context(hung_listener()) for _ in range(10))
@@ -470,6 +471,7 @@ def test_registry_dir_follows_override_then_environment(tmp_path: Path) -> None:
     assert discover(config)["registryDir"] == str(tmp_path / "explicit")
 
 
+@pytest.mark.slow
 def test_a_typical_listing_is_fast(reg: Path) -> None:
     """20 entries (live, stale, broken) plus a 12-port range: a generous bound here;
     scripts/bench_discovery.py measures it properly."""

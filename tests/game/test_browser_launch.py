@@ -72,6 +72,7 @@ def test_options_and_what_may_be_opened() -> None:
     assert argv == ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}", "--size", "640x480", str(PAGES)]
 
 
+@pytest.mark.slow
 def test_what_fails_before_serving_says_so_in_one_line(tmp_path: Path, guard: ProcessGuard) -> None:
     remote = run_wrapper(guard, "https://example.com/")
     assert remote.returncode == 2 and "pass --allow-remote" in remote.stderr
@@ -103,6 +104,7 @@ def test_what_fails_before_serving_says_so_in_one_line(tmp_path: Path, guard: Pr
     assert wait_until(lambda: not browser_processes(guard), 10)
 
 
+@pytest.mark.slow
 def test_a_page_that_never_loads_is_said_within_its_timeout(guard: ProcessGuard) -> None:
     import socket
 
@@ -133,6 +135,7 @@ class socket_closed:
         pass
 
 
+@pytest.mark.slow
 def test_init_then_the_conformance_check_passes_and_leaves_no_browser(tmp_path: Path, guard: ProcessGuard) -> None:
     """``browser --init`` then ``check --launch``: every advertised extension as the
     contract's extensions describe it, on an unmodified page, started paused."""
@@ -156,6 +159,7 @@ def test_init_then_the_conformance_check_passes_and_leaves_no_browser(tmp_path: 
     assert wait_until(lambda: not browser_processes(guard), 10), browser_processes(guard)
 
 
+@pytest.mark.slow
 def test_the_browser_is_in_the_launched_group_and_stop_reaps_it_even_from_a_spinning_page(
         tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard) -> None:
     require_browser()
@@ -179,6 +183,7 @@ def test_the_browser_is_in_the_launched_group_and_stop_reaps_it_even_from_a_spin
     assert wait_until(lambda: not browser_processes(guard), 10), browser_processes(guard)
 
 
+@pytest.mark.slow
 def test_a_killed_wrapper_takes_its_browser_with_it(tmp_path: Path, launchers: LauncherFactory,
                                                     guard: ProcessGuard) -> None:
     require_browser()
@@ -189,6 +194,7 @@ def test_a_killed_wrapper_takes_its_browser_with_it(tmp_path: Path, launchers: L
     assert wait_until(lambda: not browser_processes(guard), 15), browser_processes(guard)
 
 
+@pytest.mark.slow
 def test_a_browser_killed_under_the_page_ends_the_wrapper_with_an_error(guard: ProcessGuard) -> None:
     from web_helpers import wrapped
 
@@ -203,6 +209,7 @@ def test_a_browser_killed_under_the_page_ends_the_wrapper_with_an_error(guard: P
     assert wait_until(lambda: not browser_processes(guard), 15), browser_processes(guard)
 
 
+@pytest.mark.slow
 def test_a_sigkilled_bridge_leaves_no_browser(tmp_path: Path, guard: ProcessGuard) -> None:
     require_browser()
     config = declare(tmp_path, "--size", "320x240", str(PAGES))

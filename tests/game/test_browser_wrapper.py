@@ -36,6 +36,7 @@ def game_state(game: Wrapped) -> dict[str, Any]:
     return dict(game.doc("/state")["game"])
 
 
+@pytest.mark.slow
 def test_a_paused_page_stands_still_in_real_time(game: Wrapped) -> None:
     start = game.doc("/state")
     assert start["paused"] is True and start["simFrame"] == 0
@@ -169,6 +170,7 @@ def test_the_pages_own_commands_are_published_and_run_in_the_page(game: Wrapped)
     assert later["ok"] is True and "returned a promise" in later["result"]
 
 
+@pytest.mark.slow
 def test_running_the_page_runs_its_frames_and_pause_holds_it(game: Wrapped) -> None:
     start = game_state(game)["frames"]
     game.run("cmd=resume")

@@ -213,6 +213,7 @@ def drive(port: int, seed: int, moves: list[float]) -> dict:
     return wait_for(client, lambda s: s["game"]["moving"] == 0)["game"]
 
 
+@pytest.mark.slow
 def test_the_demo_program_is_deterministic_across_processes_and_matches_the_rules(tmp_path: Path) -> None:
     env = {"GAME_BRIDGE_INSTANCES": str(tmp_path / "instances")}
     with demo_process("--hz", "1000", "--seed", "99", env=env) as one, \
@@ -284,6 +285,7 @@ def test_choose_x_prefers_a_matching_top_then_the_lowest_column() -> None:
     assert choose_x(game) == (0, "the lowest column")  # empty middle column
 
 
+@pytest.mark.slow
 def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -314,6 +316,7 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
     assert workdir.name.startswith("game-bridge-demo-") and not workdir.exists()  # cleaned up
 
 
+@pytest.mark.slow
 def test_demo_init_writes_a_declaration_that_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

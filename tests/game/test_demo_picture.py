@@ -81,6 +81,7 @@ def wait_completed(port: int, command_id: int) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_the_demo_program_serves_its_picture(tmp_path: Path) -> None:
     with demo_process("--hz", "200", "--no-register", "--screenshot-dir", str(tmp_path / "shots")) as demo:
         health = json.loads(get(demo.port, "/health")[2])

@@ -138,6 +138,7 @@ def test_moves_have_results_and_refusals_are_outcomes() -> None:
         assert paused == {"screen": "GameScreen", "paused": False}
 
 
+@pytest.mark.slow
 def test_two_paused_instances_with_the_same_seed_are_identical_frame_for_frame() -> None:
     moves = ["cmd=set_seed&seed=21", "cmd=drop&x=0", "cmd=drop&x=0", "cmd=hold", "cmd=drop&x=1",
              "cmd=drop&x=-1", "cmd=drop&x=0"]

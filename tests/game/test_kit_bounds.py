@@ -51,6 +51,7 @@ def many_fds() -> None:
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 1400, "this test opens 1,100 connections"
 
 
+@pytest.mark.slow
 def test_a_flood_of_half_sent_connections_leaves_health_answering(game: Any, many_fds: None) -> None:
     ps = psutil.Process(game.proc.pid)
     threads_before, fds_before = ps.num_threads(), ps.num_fds()
@@ -80,6 +81,7 @@ def test_a_flood_of_half_sent_connections_leaves_health_answering(game: Any, man
     assert game.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_slow_connections_with_huge_headers_do_not_grow_the_game(game: Any) -> None:
     ps = psutil.Process(game.proc.pid)
     rss_before = ps.memory_info().rss
@@ -184,6 +186,7 @@ def test_a_request_trickled_slower_than_the_head_deadline_is_cut_off(quick_serve
     assert kit.connections.expired == 1 and "/slow" not in seen
 
 
+@pytest.mark.slow
 def test_a_connection_that_sends_nothing_is_closed_and_a_kept_alive_one_may_idle(quick_server: Any) -> None:
     kit, _release, _seen = quick_server
     port = kit.server_address[1]
@@ -197,6 +200,7 @@ def test_a_connection_that_sends_nothing_is_closed_and_a_kept_alive_one_may_idle
         assert kept.recv(65536).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.slow
 def test_an_answer_nobody_reads_is_given_up_after_the_write_deadline(quick_server: Any) -> None:
     kit, _release, _seen = quick_server
     port = kit.server_address[1]

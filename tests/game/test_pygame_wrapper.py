@@ -16,6 +16,7 @@ from launch_helpers import PYTHON, LauncherFactory, free_range, wait_until
 from pygame_helpers import CLOCKED, GAMES, Wrapped, game_env, wrapped
 
 pytestmark = pytest.mark.timeout(90)
+@pytest.mark.slow
 def test_stepping_gives_the_game_exactly_one_fixed_step_per_frame(tmp_path: Path) -> None:
     with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
         start = game.doc("/state")
@@ -38,6 +39,7 @@ def test_stepping_gives_the_game_exactly_one_fixed_step_per_frame(tmp_path: Path
         assert later["paused"] is False and later["simFrame"] > 13
 
 
+@pytest.mark.slow
 def test_input_is_delivered_and_errors_say_what_is_valid(tmp_path: Path) -> None:
     with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
         bad = game.command("cmd=key&key=nosuchkey", wait=False)
@@ -65,12 +67,14 @@ def test_input_is_delivered_and_errors_say_what_is_valid(tmp_path: Path) -> None
         assert game.doc("/state")["pygame"]["keysDown"] == []
 
 
+@pytest.mark.slow
 def test_close_posts_quit_and_the_games_exit_code_is_kept(tmp_path: Path) -> None:
     with wrapped(str(CLOCKED), env=game_env(tmp_path)) as game:
         game.doc("/command?cmd=close")
         assert game.proc.wait(15) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signame, args, code", [
     ("SIGTERM", (), 3),                  # SDL's handler: a QUIT, which the game reads and exits 3 on
     ("SIGINT", ("--sdl-sigint",), 3),    # Ctrl-C left to SDL: a QUIT too
@@ -87,6 +91,7 @@ def test_a_paused_game_honours_sigterm_and_sigint(tmp_path: Path, signame: str, 
             raise AssertionError(f"a paused wrapped game ignored {signame}") from None
 
 
+@pytest.mark.slow
 def test_a_crash_prints_its_traceback_and_exits_1(tmp_path: Path) -> None:
     done = subprocess.run([PYTHON, "-m", "game_bridge_mcp.game.pygame", str(CLOCKED), "--crash"],
                           capture_output=True, text=True, timeout=60, env=game_env(tmp_path))
@@ -95,6 +100,7 @@ def test_a_crash_prints_its_traceback_and_exits_1(tmp_path: Path) -> None:
     assert "ended (exit code 1)" in done.stderr
 
 
+@pytest.mark.slow
 def test_usage_errors() -> None:
     done = subprocess.run([PYTHON, "-m", "game_bridge_mcp.game.pygame", "no/such/game.py"],
                           capture_output=True, text=True, timeout=30)
@@ -120,6 +126,7 @@ def declare(directory: Path, script: Path, *args: str, timeout_ms: int = 20000) 
     return path
 
 
+@pytest.mark.slow
 def test_a_game_broken_at_import_fails_the_launch_with_its_traceback(tmp_path: Path,
                                                                       launchers: LauncherFactory) -> None:
     from game_bridge_mcp.errors import BridgeError
@@ -130,6 +137,7 @@ def test_a_game_broken_at_import_fails_the_launch_with_its_traceback(tmp_path: P
     assert "ZeroDivisionError: the game is broken at import" in str(info.value.render())
 
 
+@pytest.mark.slow
 def test_a_game_that_never_flips_is_reported_by_readiness(tmp_path: Path, launchers: LauncherFactory) -> None:
     from game_bridge_mcp.errors import BridgeError
 
@@ -139,6 +147,7 @@ def test_a_game_that_never_flips_is_reported_by_readiness(tmp_path: Path, launch
     assert "has not flipped its display" in str(info.value.render())
 
 
+@pytest.mark.slow
 def test_a_wrapped_game_passes_the_conformance_check(tmp_path: Path) -> None:
     """``game-bridge-mcp pygame --init`` then ``game-bridge-mcp check --launch``: every
     advertised extension (results, after, view, events, screenshot, clock with a paused
@@ -160,6 +169,7 @@ def test_a_wrapped_game_passes_the_conformance_check(tmp_path: Path) -> None:
         assert any(line.startswith("PASS") and feature in line for line in done.stdout.splitlines()), feature
 
 
+@pytest.mark.slow
 def test_a_game_blocked_in_its_own_loop_keeps_answering_and_is_stopped(tmp_path: Path,
                                                                      launchers: LauncherFactory) -> None:
     launcher = launchers(declare(tmp_path, GAMES / "pygame_noflip.py", "--flip-once"))

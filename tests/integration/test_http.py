@@ -28,6 +28,7 @@ def declaration(tmp_path: Path) -> Path:
     return write_declaration(tmp_path / "project", "--lines", "2")
 
 
+@pytest.mark.slow
 def test_the_seven_tools_over_http_with_progress(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "project", "--boot-delay", "0.6", "--lines", "3")
     server = HttpServer(tmp_path, guard, decl)
@@ -65,6 +66,7 @@ def test_the_seven_tools_over_http_with_progress(tmp_path: Path, guard: ProcessG
         server.stop()
 
 
+@pytest.mark.slow
 def test_no_token_or_a_wrong_one_gets_a_bare_401(tmp_path: Path, guard: ProcessGuard) -> None:
     server = HttpServer(tmp_path, guard, None)
     try:
@@ -88,6 +90,7 @@ def test_no_token_or_a_wrong_one_gets_a_bare_401(tmp_path: Path, guard: ProcessG
         server.stop()
 
 
+@pytest.mark.slow
 def test_foreign_origin_and_host_are_refused(tmp_path: Path, guard: ProcessGuard) -> None:
     server = HttpServer(tmp_path, guard, None)
     try:
@@ -104,6 +107,7 @@ def test_foreign_origin_and_host_are_refused(tmp_path: Path, guard: ProcessGuard
         server.stop()
 
 
+@pytest.mark.slow
 def test_non_loopback_needs_an_explicit_token(tmp_path: Path, guard: ProcessGuard) -> None:
     import subprocess
     import sys
@@ -121,6 +125,7 @@ def test_non_loopback_needs_an_explicit_token(tmp_path: Path, guard: ProcessGuar
         server.stop()
 
 
+@pytest.mark.slow
 def test_two_sessions_own_their_launches(tmp_path: Path, guard: ProcessGuard, declaration: Path) -> None:
     server = HttpServer(tmp_path, guard, declaration)
 
@@ -149,6 +154,7 @@ def test_two_sessions_own_their_launches(tmp_path: Path, guard: ProcessGuard, de
         server.stop()
 
 
+@pytest.mark.slow
 def test_delete_stops_the_sessions_instances_and_its_id_is_gone(tmp_path: Path, guard: ProcessGuard,
                                                                 declaration: Path) -> None:
     server = HttpServer(tmp_path, guard, declaration)
@@ -176,6 +182,7 @@ def test_delete_stops_the_sessions_instances_and_its_id_is_gone(tmp_path: Path, 
         server.stop()
 
 
+@pytest.mark.slow
 def test_an_idle_session_ends_and_stops_its_instances(tmp_path: Path, guard: ProcessGuard, declaration: Path) -> None:
     server = HttpServer(tmp_path, guard, declaration, "--session-idle", "0.02", env={"GAME_BRIDGE_LOG": "INFO"})
     try:
@@ -196,6 +203,7 @@ def test_an_idle_session_ends_and_stops_its_instances(tmp_path: Path, guard: Pro
         server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_the_servers_end_reaps_every_sessions_instances(tmp_path: Path, guard: ProcessGuard, declaration: Path,
                                                         how: str) -> None:
@@ -220,6 +228,7 @@ def test_the_servers_end_reaps_every_sessions_instances(tmp_path: Path, guard: P
         server.stop()
 
 
+@pytest.mark.slow
 def test_bad_input_gets_clear_answers_and_the_server_keeps_serving(tmp_path: Path, guard: ProcessGuard) -> None:
     server = HttpServer(tmp_path, guard, None)
     try:
@@ -244,6 +253,7 @@ def test_bad_input_gets_clear_answers_and_the_server_keeps_serving(tmp_path: Pat
         server.stop()
 
 
+@pytest.mark.slow
 def test_sessions_past_the_cap_get_503_with_retry_after(tmp_path: Path, guard: ProcessGuard) -> None:
     server = HttpServer(tmp_path, guard, None, "--max-sessions", "2")
     try:
@@ -257,6 +267,7 @@ def test_sessions_past_the_cap_get_503_with_retry_after(tmp_path: Path, guard: P
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_client_that_leaves_mid_call_has_its_call_cancelled(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "project", "--boot-delay", "30", timeout_ms=60000)
     server = HttpServer(tmp_path, guard, decl, env={"GAME_BRIDGE_LOG": "INFO"})
@@ -281,6 +292,7 @@ def test_a_client_that_leaves_mid_call_has_its_call_cancelled(tmp_path: Path, gu
         server.stop()
 
 
+@pytest.mark.slow
 def test_call_url_runs_one_tool_on_a_remote_bridge(tmp_path: Path, guard: ProcessGuard, declaration: Path) -> None:
     import subprocess
     import sys

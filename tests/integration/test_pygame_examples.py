@@ -129,6 +129,7 @@ async def state(client: Any, port: int) -> Any:
     return await call(client, port, "get_state")
 
 
+@pytest.mark.slow
 def test_aliens_holds_still_while_paused_steps_exactly_and_its_tank_moves_on_a_key(
         tmp_path: Path, guard: ProcessGuard) -> None:
     async def script(client: Any, port: int) -> None:
@@ -164,6 +165,7 @@ def ball_pixels(shot: Shot, xs: range, ys: range) -> int:
     return sum(1 for y in ys for x in xs if shot.pixel(x, y) == (118, 207, 145))
 
 
+@pytest.mark.slow
 def test_go_over_there_follows_a_click_with_its_clock_in_fixed_steps(tmp_path: Path, guard: ProcessGuard) -> None:
     async def script(client: Any, port: int) -> None:
         start = await look(client, port)
@@ -186,6 +188,7 @@ def text_pixels(shot: Shot) -> int:
     return sum(1 for y in range(15, 60) for x in range(0, 640, 2) if shot.pixel(x, y) != (0, 0, 0))
 
 
+@pytest.mark.slow
 def test_textinput_types_what_call_tool_sends(tmp_path: Path, guard: ProcessGuard) -> None:
     async def script(client: Any, port: int) -> None:
         before = await look(client, port)

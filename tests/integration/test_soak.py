@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(180)
 
 
+@pytest.mark.slow
 def test_a_short_soak_leaves_nothing_behind_and_harms_nothing() -> None:
     before = set(Path(tempfile.gettempdir()).glob("gb-soak-*"))
     # Six cycles whatever the machine's speed; the bridge is SIGKILLed on cycles 2 and 5.

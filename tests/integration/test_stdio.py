@@ -76,6 +76,7 @@ def _reap(session: Session) -> None:
             stream.close()
 
 
+@pytest.mark.slow
 def test_drive_a_game_over_stdio_and_exit_on_eof(game: FakeGame, tmp_path: Path) -> None:
     s = start(["--port", str(game.port), "--no-scan", "--registry-dir", str(tmp_path / "reg")], tmp_path)
     try:
@@ -111,6 +112,7 @@ STRAY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_nothing_but_json_rpc_reaches_stdout(game: FakeGame, tmp_path: Path) -> None:
     s = start([], tmp_path, code=STRAY.replace("PORT", str(game.port)))
     try:
@@ -128,6 +130,7 @@ def test_nothing_but_json_rpc_reaches_stdout(game: FakeGame, tmp_path: Path) -> 
         _reap(s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signals_end_the_server(game: FakeGame, tmp_path: Path, sig: int) -> None:
     s = start(["--port", str(game.port), "--no-scan", "--no-registry"], tmp_path)

@@ -78,6 +78,7 @@ def reap(proc: subprocess.Popen) -> None:
                 pass
 
 
+@pytest.mark.slow
 def test_unread_answers_and_a_closed_stdin_end_the_server_and_its_game(tmp_path: Path, guard: ProcessGuard) -> None:
     low, high = free_range(4)
     handmade = ROOT / "tests" / "peers" / "handmade.py"
@@ -105,6 +106,7 @@ def test_unread_answers_and_a_closed_stdin_end_the_server_and_its_game(tmp_path:
         reap(proc)
 
 
+@pytest.mark.slow
 def test_a_flood_of_requests_meets_back_pressure(tmp_path: Path) -> None:
     with FakeGame() as game:
         proc = start(tmp_path, dict(os.environ), "--port", str(game.port))

@@ -95,6 +95,7 @@ def test_the_plugin_is_registered_for_pytest() -> None:
     assert names.get("game_bridge_mcp.testing") == "game_bridge_mcp.testing"
 
 
+@pytest.mark.slow
 def test_a_game_projects_ci_runs_its_tests_and_its_recordings(tmp_path: Path, guard: ProcessGuard) -> None:
     env = dict(guard.env, GAME_BRIDGE_HOME=str(tmp_path / "home"))
     env.pop("GAME_BRIDGE_CONFIG", None)

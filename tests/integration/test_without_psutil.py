@@ -63,6 +63,7 @@ def test_the_demo_warns_once_and_reports_the_clean_close_it_saw(tmp_path: Path, 
     assert "SIGKILL" not in out.stdout + out.stderr and "killed" not in out.stdout.split("> stop_instance", 1)[1]
 
 
+@pytest.mark.slow
 def test_the_server_call_and_check_say_the_same_once(tmp_path: Path, guard: ProcessGuard) -> None:
     env = blocked_env(tmp_path, guard)
     served = run(["--no-scan"], env, tmp_path)  # stdin at EOF: it serves nothing and exits
@@ -117,6 +118,7 @@ def test_a_reused_pid_is_not_the_recorded_process_without_psutil(no_psutil: None
         child.wait()
 
 
+@pytest.mark.slow
 def test_launcher_stops_say_what_happened_without_psutil(tmp_path: Path, launchers: LauncherFactory,
                                                          guard: ProcessGuard, no_psutil: None) -> None:
     launcher = launchers(write_declaration(tmp_path))
@@ -129,6 +131,7 @@ def test_launcher_stops_say_what_happened_without_psutil(tmp_path: Path, launche
     assert stopped["exitCode"] in (None, -signal.SIGKILL)  # None: not yet collectable when the answer was made
 
 
+@pytest.mark.slow
 def test_no_pidfds_and_no_proc_a_stop_reports_not_signalled(tmp_path: Path, launchers: LauncherFactory,
                                                             guard: ProcessGuard, no_psutil: None,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:

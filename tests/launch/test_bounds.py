@@ -110,6 +110,7 @@ def test_a_launch_prunes_the_log_directory(tmp_path: Path, launchers: LauncherFa
 
 # --------------------------------------------------------------------------- known descendants
 
+@pytest.mark.slow
 def test_the_known_descendants_of_a_busy_tree_drop_the_dead(tmp_path: Path, launchers: LauncherFactory) -> None:
     launcher = launchers(write_declaration(tmp_path, "--helpers", "100000"))
     port = launcher.launch()["port"]
@@ -129,6 +130,7 @@ def test_the_known_descendants_of_a_busy_tree_drop_the_dead(tmp_path: Path, laun
 
 # --------------------------------------------------------------------------- the watcher link
 
+@pytest.mark.slow
 def test_a_stopped_watcher_cannot_hang_stop_instance_and_is_replaced(tmp_path: Path, launchers: LauncherFactory,
                                                                    guard: ProcessGuard) -> None:
     launcher = launchers(write_declaration(tmp_path))
@@ -207,6 +209,7 @@ def watchers_of(server: subprocess.Popen) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_a_sigstopped_watcher_is_replaced_and_a_sigkilled_server_still_reaps(tmp_path: Path,
                                                                             guard: ProcessGuard) -> None:
     """A stopped watcher still has room in its pipe, so records alone never show it is gone:

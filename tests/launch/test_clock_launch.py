@@ -110,6 +110,7 @@ def comparable(state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_two_paused_instances_with_the_same_seed_and_moves_are_identical_frame_for_frame(
         tmp_path: Path, guard: ProcessGuard) -> None:
     bridge = bridge_for(tmp_path, guard, DEMO)

@@ -38,6 +38,7 @@ def call(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProc
                           env=env, cwd=cwd, timeout=60, umask=0)
 
 
+@pytest.mark.slow
 def test_the_home_and_its_parents_are_created_0700_under_umask_000(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "game")
     home = tmp_path / "new" / "deeper" / "home"

@@ -27,7 +27,8 @@ from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.launch.launcher import Launcher
 from game_bridge_mcp.wire.client import GameClient
 from peers.fakegame import FakeGame
-from launch_helpers import DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, wait_until, write_declaration
+from launch_helpers import (DRIVER, GAME, PYTHON, LauncherFactory, ProcessGuard, free_port, wait_until,
+                            write_declaration)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,6 +44,7 @@ def run_cli_ignoring_sigchld(guard: ProcessGuard, tmp_path: Path, *args: str) ->
                           env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.slow
 def test_a_parent_ignoring_sigchld_does_not_hide_a_boot_crash_code(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "game", "--crash", "3")
     done = run_cli_ignoring_sigchld(guard, tmp_path, "call", "launch_instance", "--keep", "--config", str(decl))
@@ -99,7 +101,7 @@ def test_a_signal_death_names_the_signal(tmp_path: Path, launchers: LauncherFact
 def test_a_boot_death_by_signal_says_which(tmp_path: Path, launchers: LauncherFactory) -> None:
     decl = tmp_path / "gamebridge.json"
     decl.write_text(json.dumps({"launch": {"argv": [PYTHON, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"],
-                                           "readyTimeoutMs": 10000}}))
+                                           "portRange": "{0}-{0}".format(free_port()), "readyTimeoutMs": 10000}}))
     launcher = launchers(decl)
     with pytest.raises(BridgeUsageError) as info:
         launcher.launch()
@@ -246,6 +248,7 @@ def end_driver(driver: subprocess.Popen) -> None:
         driver.wait()
 
 
+@pytest.mark.slow
 def test_a_descendant_that_double_forks_away_is_adopted_and_reaped(tmp_path: Path, guard: ProcessGuard) -> None:
     # The escapee leaves the group, the session and the marker: only adoption finds it.
     driver = start_driver(tmp_path, guard, write_declaration(tmp_path, "--child", "escape"))
@@ -261,6 +264,7 @@ def test_a_descendant_that_double_forks_away_is_adopted_and_reaped(tmp_path: Pat
         end_driver(driver)
 
 
+@pytest.mark.slow
 def test_adopted_processes_that_exit_are_reaped_not_left_as_zombies(tmp_path: Path, guard: ProcessGuard) -> None:
     driver = start_driver(tmp_path, guard, write_declaration(tmp_path, "--child", "escape-brief"))
     try:
@@ -287,13 +291,14 @@ def test_adopted_processes_that_exit_are_reaped_not_left_as_zombies(tmp_path: Pa
 
 # --------------------------------------------------------------------------- processes to spare
 
+@pytest.mark.slow
 def test_a_declared_process_to_spare_survives_the_stop(tmp_path: Path, launchers: LauncherFactory,
                                                       guard: ProcessGuard) -> None:
     daemon = "import time; time.sleep(600)"
     decl = tmp_path / "gamebridge.json"
     decl.write_text(json.dumps({"launch": {
         "command": f"{PYTHON} -c {shlex.quote(daemon)} fake-gradle-daemon & exec {PYTHON} {GAME} --port {{port}}",
-        "spare": ["fake-gradle-daemon"], "readyTimeoutMs": 10000}}))
+        "spare": ["fake-gradle-daemon"], "portRange": "{0}-{0}".format(free_port()), "readyTimeoutMs": 10000}}))
 
     def daemons() -> list[psutil.Process]:
         return [p for p in guard.tagged() if "fake-gradle-daemon" in " ".join(p.cmdline())]
@@ -347,6 +352,7 @@ def test_spare_is_checked_in_the_declaration(tmp_path: Path) -> None:
     assert load_declaration(decl).spare == ("GradleDaemon",)
 
 
+@pytest.mark.slow
 def test_the_real_server_adopts_and_reaps_a_double_forked_descendant(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "game", "--child", "escape")
     env = {**guard.env, "GAME_BRIDGE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -18,11 +19,12 @@ from peers.fakegame import FakeGame
 from game_bridge_mcp.wire.client import GameClient
 from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.launch.launcher import PROGRESS_INTERVAL_S, Launcher
-from launch_helpers import LauncherFactory, ProcessGuard, free_range, wait_until, write_declaration
+from launch_helpers import LauncherFactory, ProcessGuard, free_port, free_range, wait_until, write_declaration
 
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 def test_boot_delay_waits_for_health_and_reports_progress(tmp_path: Path, launchers: LauncherFactory) -> None:
     launcher = launchers(write_declaration(tmp_path, "--boot-delay", "0.8", "--version", "4.5.6"))
     reports: list[tuple[int, int, str]] = []
@@ -85,6 +87,7 @@ def test_crash_on_boot_fails_at_once_with_the_output(tmp_path: Path, launchers: 
     assert ok.launch()["port"] == port
 
 
+@pytest.mark.slow
 def test_boot_timeout_reaps_the_child(tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard) -> None:
     launcher = launchers(write_declaration(tmp_path, "--boot-delay", "60", "--child", "plain"))
     started = time.monotonic()
@@ -99,7 +102,9 @@ def test_boot_timeout_reaps_the_child(tmp_path: Path, launchers: LauncherFactory
 
 
 def test_command_that_cannot_start(tmp_path: Path, launchers: LauncherFactory) -> None:
-    (tmp_path / "gamebridge.json").write_text('{"launch": {"argv": ["./no-such-game", "{port}"]}}')
+    port = free_port()
+    (tmp_path / "gamebridge.json").write_text(json.dumps({"launch": {"argv": ["./no-such-game", "{port}"],
+                                                                     "portRange": f"{port}-{port}"}}))
     launcher = launchers(tmp_path / "gamebridge.json")
     with pytest.raises(BridgeUsageError) as info:
         launcher.launch()
@@ -108,7 +113,9 @@ def test_command_that_cannot_start(tmp_path: Path, launchers: LauncherFactory) -
 
 
 def test_shell_command_not_found_is_a_boot_failure(tmp_path: Path, launchers: LauncherFactory) -> None:
-    (tmp_path / "gamebridge.json").write_text('{"launch": {"command": "./gradlew run -PdebugPort={port}"}}')
+    port = free_port()
+    (tmp_path / "gamebridge.json").write_text(json.dumps({"launch": {"command": "./gradlew run -PdebugPort={port}",
+                                                                     "portRange": f"{port}-{port}"}}))
     with pytest.raises(BridgeUsageError) as info:
         launchers(tmp_path / "gamebridge.json").launch()
     assert "the process exited with code 127" in info.value.message
@@ -244,6 +251,7 @@ def test_explicit_port_is_honoured(tmp_path: Path, launchers: LauncherFactory) -
         launcher.launch(port=high)
 
 
+@pytest.mark.slow
 def test_explicit_port_taken_says_what_holds_it(tmp_path: Path, launchers: LauncherFactory,
                                                 listener: socket.socket) -> None:
     launcher = launchers(write_declaration(tmp_path))
@@ -269,6 +277,7 @@ def test_explicit_port_taken_says_what_holds_it(tmp_path: Path, launchers: Launc
     assert launcher.launched_ports() == []
 
 
+@pytest.mark.slow
 def test_port_locked_by_another_bridge(tmp_path: Path, launchers: LauncherFactory) -> None:
     low, high = free_range(1)
     first = launchers(write_declaration(tmp_path / "a", "--boot-delay", "1.5", port_range=(low, high)))

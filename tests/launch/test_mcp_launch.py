@@ -20,6 +20,7 @@ from mcp_harness import connect, data, is_error, text
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 def test_launch_reports_progress_then_drive_read_log_and_stop(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path, "--boot-delay", "0.9", "--lines", "3", "--version", "7.7.7")
     config = Config(environ=guard.env, registry_dir=tmp_path / "home" / "instances", scan_range=(1,),
@@ -57,6 +58,7 @@ def test_launch_reports_progress_then_drive_read_log_and_stop(tmp_path: Path, gu
     assert not psutil.pid_exists(launched["pid"]) or psutil.Process(launched["pid"]).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.slow
 def test_shutdown_reaps_what_was_launched(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path, "--ignore-close")
     config = Config(environ=guard.env, registry_dir=tmp_path / "home" / "instances", declaration=load_declaration(decl))

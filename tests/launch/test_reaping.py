@@ -55,6 +55,7 @@ def test_ignores_close_is_terminated(tmp_path: Path, launchers: LauncherFactory,
     assert not game_processes(guard)
 
 
+@pytest.mark.slow
 def test_ignores_sigterm_is_killed(tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard) -> None:
     launcher = launchers(write_declaration(tmp_path, "--ignore-close", "--ignore-term", "--child", "plain"))
     port = launcher.launch()["port"]
@@ -65,6 +66,7 @@ def test_ignores_sigterm_is_killed(tmp_path: Path, launchers: LauncherFactory, g
     assert not game_processes(guard)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("child", ["plain", "setsid"])
 def test_process_tree_all_gone(tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard, child: str) -> None:
     """shell -> game -> grandchild (which, with setsid, leaves the process group)."""
@@ -143,6 +145,7 @@ def test_stop_while_booting_cancels_the_launch(tmp_path: Path, launchers: Launch
     assert not game_processes(guard)
 
 
+@pytest.mark.slow
 def test_shutdown_stops_everything_at_once_within_a_bound(tmp_path: Path, launchers: LauncherFactory,
                                                           guard: ProcessGuard) -> None:
     """Three instances that ignore close and SIGTERM and left a setsid grandchild each:
@@ -166,6 +169,7 @@ def test_shutdown_stops_everything_at_once_within_a_bound(tmp_path: Path, launch
     assert time.monotonic() - started - took < 4  # less than one grace
 
 
+@pytest.mark.slow
 def test_concurrent_launches_in_one_bridge_get_distinct_ports(tmp_path: Path, launchers: LauncherFactory) -> None:
     launcher = launchers(write_declaration(tmp_path, "--boot-delay", "0.2", port_range=free_range(3)))
     results: list[dict] = []
@@ -211,6 +215,7 @@ def close_driver(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+@pytest.mark.slow
 def test_bridges_in_separate_processes_get_distinct_ports(tmp_path: Path, guard: ProcessGuard) -> None:
     low, high = free_range(6)
     declaration = write_declaration(tmp_path, "--boot-delay", "0.2", port_range=(low, high))
@@ -233,6 +238,7 @@ def test_bridges_in_separate_processes_get_distinct_ports(tmp_path: Path, guard:
     assert wait_until(lambda: not game_processes(guard), 5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "stdin EOF", "SIGHUP"])
 def test_bridge_death_reaps_every_launched_process(tmp_path: Path, guard: ProcessGuard, how: str) -> None:
     declaration = write_declaration(tmp_path, "--child", "setsid", "--ignore-close", shell=True,
@@ -348,6 +354,7 @@ def test_watcher_runs_as_a_module_too(guard: ProcessGuard) -> None:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_a_dead_watcher_is_replaced(tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard) -> None:
     launcher = launchers(write_declaration(tmp_path))
     launcher.launch()

@@ -249,6 +249,7 @@ def stop(raw: Raw) -> str:
     return stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", sorted(KNOWN_VERSIONS))
 def test_fast_answers_are_the_sdks_field_for_field(tmp_path: Path, version: str) -> None:
     answers: dict[bool, list[Any]] = {}
@@ -265,6 +266,7 @@ def test_fast_answers_are_the_sdks_field_for_field(tmp_path: Path, version: str)
     assert "answered directly" in logs[True] and "answered directly" not in logs[False]
 
 
+@pytest.mark.slow
 def test_progress_and_sdk_output_share_stdout_as_whole_lines(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path, "--boot-delay", "0.6", "--lines", "2")
     raw = serve(tmp_path, 1, "2025-06-18", fast=True, env=guard.env, args=("--config", str(decl)))

@@ -381,6 +381,7 @@ def test_fast_calls_count_against_the_sessions_cap(monkeypatch: Any) -> None:
 
 
 # ------------------------------------------------------------------ over a real server
+@pytest.mark.slow
 def test_the_sdks_client_gets_the_same_results_from_both_paths(tmp_path: Path, guard: ProcessGuard) -> None:
     results: dict[bool, list[Any]] = {}
     logs: dict[bool, str] = {}

@@ -116,6 +116,7 @@ def test_offline_and_not_a_game_and_timeout() -> None:
         anyio.run(main)
 
 
+@pytest.mark.slow
 def test_a_hung_game_on_one_port_does_not_stall_another(game: FakeGame) -> None:
     hung = socket.socket()
     hung.bind(("127.0.0.1", 0))

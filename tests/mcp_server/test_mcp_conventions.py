@@ -61,6 +61,7 @@ def test_the_logging_capability_is_advertised_and_set_level_answers() -> None:
     assert dump(app.initialization_options())["capabilities"]["logging"] == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, arguments, needle, total", [
     ("wait_for", {"path": "game.score", "equals": 999, "timeoutMs": 1200}, "waiting for game.score equals 999", 1200),
 ])
@@ -86,6 +87,7 @@ def test_wait_for_reports_progress_when_asked(tool: str, arguments: dict, needle
     assert done == sorted(done) and 250 <= done[0] <= total
 
 
+@pytest.mark.slow
 def test_until_reports_progress_while_it_waits_and_none_when_not_asked() -> None:
     with FakeGame() as game:
         app = BridgeServer(bridge_for(game.port))
@@ -170,6 +172,7 @@ async def _stdio_session(tmp_path: Path, port: int, env: dict[str, str], errlog:
             return await body(session, received)
 
 
+@pytest.mark.slow
 def test_the_bridges_log_lines_reach_the_client_at_its_level_and_stderr_keeps_its_own(tmp_path: Path) -> None:
     """Over stdio, the real server: with the client's level at info, the bridge's info line
     (the first call answered on the fast path says so) arrives as a notification, while

@@ -154,6 +154,7 @@ def test_a_plain_game_and_a_hostile_state_match() -> None:
         assert len(anyio.run(session, BridgeServer(bridge_for(hostile.port)), hostile_calls)) == 3
 
 
+@pytest.mark.slow
 def test_a_launch_its_log_and_its_stop_match(tmp_path: Path, guard: ProcessGuard) -> None:  # noqa: F811
     from game_bridge_mcp.cli.demo import write_declaration
     from game_bridge_mcp.launch.declaration import apply_project_config

@@ -19,18 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
+from ports import free_port  # re-exported for the tests that take it from here
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A port the OS just called free (tests that launch through the Launcher use it as
-    their whole portRange, so parallel test runs with separate lock directories do not
-    race for the same default range)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

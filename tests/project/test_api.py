@@ -140,6 +140,7 @@ def _readme_example() -> str:
     return match.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_composite_example_runs(tmp_path: Path) -> None:
     manifest = json.loads(json.dumps(DEFAULT_MANIFEST))
     manifest["game"]["name"] = "Orbital Freight"
@@ -179,6 +180,7 @@ def test_error_types_carry_fields() -> None:
     assert Composite(name="a", description="", run=lambda c: 1, only=["A", "B"]).suits("B")
 
 
+@pytest.mark.slow
 def test_vendored_without_the_sdk(tmp_path: Path) -> None:
     """Copied into a repository with no MCP SDK: call works, serving says what to install."""
     import shutil

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "game_bridge_mcp"
 ROOT = "game_bridge_mcp"
 
@@ -96,6 +98,7 @@ def internal(target: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_imports_run_downward_between_boxes() -> None:
     bad = []
     for module, entries in imports().items():
@@ -146,12 +149,14 @@ def test_the_game_sides_folders_import_downward() -> None:
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_the_contract_imports_nothing_of_the_package() -> None:
     """contract.py is the bottom: pure data that the kit, the bridge and check all import."""
     found = [f"{target} (line {line})" for target, line, _names in imports()[f"{ROOT}.contract"] if internal(target)]
     assert not found, found
 
 
+@pytest.mark.slow
 def test_no_import_cycles_at_all() -> None:
     graph: dict[str, set[str]] = {}
     for module, entries in imports().items():
@@ -190,6 +195,7 @@ def test_no_import_cycles_at_all() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+@pytest.mark.slow
 def test_only_the_adapter_imports_the_mcp_sdk() -> None:
     bad = [f"{module}:{line} imports {target}"
            for module, entries in imports().items() if box_of(module) != "mcp_server"
@@ -198,6 +204,7 @@ def test_only_the_adapter_imports_the_mcp_sdk() -> None:
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_modules_private_names() -> None:
     bad = []
     for module, entries in imports().items():
@@ -213,6 +220,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_each_tool_family_stands_alone() -> None:
     """A tool is one unit in its family's module: a family imports no other family and not
     the table, nothing under core/tools/ imports the Bridge (a handler is given it as a

@@ -29,8 +29,10 @@ caller's, and the process guard's token, so anything a block leaves running is f
   package of the extra is then imported with that venv's Python. Its ``pytest -q`` is
   narrowed with ``PYTEST_ADDOPTS`` to two quick files: the whole suite is what .ci/run runs,
   with the same command (checked below), and here it would run this test inside itself.
-* The demo, ``check --launch`` and the launcher pick a free port from the demo declaration's
-  range (7820-7839) exactly as they do for a user.
+* The demo, ``check --launch`` and the launcher claim a port as they do for a user, but find
+  the demo declaration's range (7820-7839) taken: this test holds the range's port locks in
+  the blocks' home, as another bridge of the same user would, so the launcher takes a port
+  the OS gives (its own fallback) and two runs of the suite never meet on a fixed port.
 """
 
 from __future__ import annotations
@@ -42,13 +44,18 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from game_bridge_mcp.launch.declaration import DEFAULT_PORT_RANGE
+from game_bridge_mcp.launch.portlock import PortLock
+from game_bridge_mcp.paths import locks_dir, make_dirs
 from launch_helpers import ProcessGuard
-from peers.kitfakes import free_port
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -259,12 +266,35 @@ def run_with_demo_game(block: Block, scratch: Path, env: dict[str, str], python:
         game.wait(timeout=30)
 
 
+@contextmanager
+def default_range_taken(env: dict[str, str]) -> Iterator[None]:
+    """Hold the port locks of the demo declaration's range in the blocks' home, as another
+    bridge of this user launching there would: what the blocks launch goes to a port the OS
+    gives, never to one another run of the suite (or the developer's own game) may be on."""
+    directory = locks_dir(env)
+    make_dirs(directory)
+    held = [PortLock.try_acquire(directory, port) for port in range(DEFAULT_PORT_RANGE[0], DEFAULT_PORT_RANGE[1] + 1)]
+    try:
+        assert all(lock is not None for lock in held), "a fresh home's port locks were taken"
+        yield
+    finally:
+        for lock in held:
+            if lock is not None:
+                lock.release()
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
     scratch = tmp_path
     checkout = scratch / "game-bridge-mcp"
     copy_checkout(checkout)
     env = base_env(scratch, guard)
+    with default_range_taken(env):
+        run_the_blocks(scratch, checkout, env)
+
+
+def run_the_blocks(scratch: Path, checkout: Path, env: dict[str, str]) -> None:
     runnable = [b for b in readme_blocks() if b.marker == "runnable"]
     venv = checkout / ".venv"
     ran: list[str] = []
@@ -282,6 +312,8 @@ def test_the_readme_top_to_bottom(tmp_path: Path, guard: ProcessGuard) -> None:
             output = run_block(block, scratch, block_env)
         if "game-bridge-mcp demo" in block.text and "--init" not in block.text:
             assert "stopped: closed cleanly" in output and "Done in" in output, output[-3000:]
+            up = re.search(r"is up on port (\d+)", output)
+            assert up and not DEFAULT_PORT_RANGE[0] <= int(up.group(1)) <= DEFAULT_PORT_RANGE[1], output[-3000:]
         if "check --launch" in block.text:
             assert "0 failed" in output and "The game conforms." in output, output[-3000:]
         if "-m pytest" in block.text:

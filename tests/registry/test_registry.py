@@ -392,6 +392,7 @@ def test_prune_entry_deletes_only_a_dead_unchanged_entry(tmp_path: Path) -> None
 
 # --------------------------------------------------------------------------- a directory full of junk
 
+@pytest.mark.slow
 def test_ten_thousand_junk_files_do_not_hide_a_live_game(tmp_path: Path) -> None:
     from game_bridge_mcp.config import Config
     from game_bridge_mcp.discovery.report import discover

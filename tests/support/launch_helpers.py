@@ -1,6 +1,6 @@
 """Shared pieces for the launcher and reaping tests: a guard that fails a test which
-leaves a process behind, free port ranges, declarations for the test game, and
-wait-until with a deadline.
+leaves a process behind, declarations for the test game (on ports the OS gives:
+support/ports.py), and wait-until with a deadline.
 
 The guard gives every process a test starts a unique environment variable
 (``GB_TEST_TOKEN``), inherited by everything below it, so at the end it can find every
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 import sys
 import time
 import uuid
@@ -25,6 +23,7 @@ import pytest
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.launch.launcher import Launcher
 from game_bridge_mcp.launch.declaration import load_declaration
+from ports import free_port, free_range  # re-exported: the suite's ports are the OS's (support/ports.py)
 
 HERE = Path(__file__).resolve().parents[1]
 GAME = HERE / "peers" / "games" / "game.py"
@@ -42,23 +41,6 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, interval_s: float
         if value or time.monotonic() >= deadline:
             return value
         time.sleep(interval_s)
-
-
-def free_range(count: int) -> tuple[int, int]:
-    """``count`` consecutive ports below the ephemeral range that bind right now."""
-    for _ in range(200):
-        low = random.randrange(20000, 32000 - count)
-        ok = True
-        for port in range(low, low + count):
-            with socket.socket() as probe:
-                try:
-                    probe.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return low, low + count - 1
-    raise RuntimeError("no free port range found")
 
 
 def gone(pid: int) -> bool:

@@ -38,6 +38,7 @@ def write(path: Path, lines: list[dict]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_reading_holds_no_line_once_it_is_checked(tmp_path: Path) -> None:
     entity = {"id": 1, "kind": "crate", "pos": [1.5, 2.5], "tags": ["a", "b"]}
     answer = {"game": {"entities": [dict(entity, id=i) for i in range(120)]}}  # ~7 KB a line
@@ -78,6 +79,7 @@ def test_a_file_changed_under_a_replay_is_a_clear_error(tmp_path: Path) -> None:
         trace.calls[1].record
 
 
+@pytest.mark.slow
 def test_a_huge_answer_is_reported_as_plain_cut_json(tmp_path: Path) -> None:
     wide = {"rows": [{"id": i, "name": f"entity {i}", "pos": [i, i + 1]} for i in range(110_000)]}
     path = write(tmp_path / "wide.trace", [HEADER, call_line(0, wide)])
@@ -91,6 +93,7 @@ def test_a_huge_answer_is_reported_as_plain_cut_json(tmp_path: Path) -> None:
     assert '<table class="diff">' in html and html.count("<tr><td>rows.") >= 1  # the differences, listed
 
 
+@pytest.mark.slow
 def test_replay_of_a_trace_with_a_huge_line_through_the_cli(tmp_path: Path) -> None:
     wide = {"rows": [{"id": i, "name": f"entity {i}", "pos": [i, i + 1]} for i in range(110_000)]}
     with HandmadeGame() as game:

@@ -100,6 +100,7 @@ def step_of(session: Session, name: str, nth: int = 1) -> int:
 
 # ----------------------------------------------------------------------------- recording
 
+@pytest.mark.slow
 def test_the_recording_has_a_header_and_one_line_per_call(session: Session) -> None:
     lines = [json.loads(x) for x in session.trace.read_text().splitlines()]
     assert lines[0]["format"] == FORMAT and lines[0]["version"] == VERSION and lines[0]["recorder"] == "serve"
@@ -161,6 +162,7 @@ def test_a_trace_that_cannot_be_written_never_breaks_a_call(session: Session, tm
 
 # ----------------------------------------------------------------------------- replay
 
+@pytest.mark.slow
 def test_a_fresh_instance_replays_the_same(session: Session) -> None:
     report = session.root / "same.html"
     code, out, err = session.replay("--report", str(report))
@@ -183,6 +185,7 @@ def test_a_changed_build_diverges_where_the_rules_changed(session: Session) -> N
     assert "not run after the divergence" in out
 
 
+@pytest.mark.slow
 def test_ignore_paths_make_the_changed_build_pass(session: Session) -> None:
     decl = declaration(session.root / "double2", variant="double-score")
     ignored = ["**.score", "**.best", "**.scoreGained", "**.elements", "**.events", "ui.text", "text"]  # text: the digest's ui.text
@@ -191,6 +194,7 @@ def test_ignore_paths_make_the_changed_build_pass(session: Session) -> None:
     assert "Ignored paths: **.frame," in out and ", ".join(ignored) in out
 
 
+@pytest.mark.slow
 def test_a_game_that_dies_mid_replay_is_an_error_with_its_output(session: Session) -> None:
     code, out, err = session.replay(decl=declaration(session.root / "crash", variant="crash-on-drop:3"))
     assert code == 3, out + err
@@ -211,6 +215,7 @@ def test_a_different_game_is_refused_unless_forced(session: Session) -> None:
     assert "replaying anyway (--force)" in out and "DIVERGED at step" in out
 
 
+@pytest.mark.slow
 def test_replay_against_a_running_instance_by_port(session: Session) -> None:
     config = Config(environ=session.env, registry_dir=session.root / "home" / "instances",
                     declaration=load_declaration(session.decl))
@@ -225,6 +230,7 @@ def test_replay_against_a_running_instance_by_port(session: Session) -> None:
         bridge.shutdown()
 
 
+@pytest.mark.slow
 def test_update_writes_a_new_recording_that_then_replays_the_same(session: Session) -> None:
     copy = session.root / "update.trace"
     copy.write_bytes(session.trace.read_bytes())
@@ -274,6 +280,7 @@ def test_usage_errors(session: Session) -> None:
 
 # ----------------------------------------------------------------------------- the report, in a browser
 
+@pytest.mark.slow
 def test_the_reports_render_in_a_real_browser(session: Session, tmp_path: Path) -> None:
     same, diverged = session.root / "same.html", session.root / "diverged.html"
     if not same.is_file() or not diverged.is_file():  # run on its own: make them
@@ -305,6 +312,7 @@ def test_the_reports_render_in_a_real_browser(session: Session, tmp_path: Path) 
 
 # ----------------------------------------------------------------------------- a paused game
 
+@pytest.mark.slow
 def test_a_session_on_a_paused_game_replays_frame_for_frame(tmp_path: Path, guard: ProcessGuard) -> None:
     """The clock stopped from the start: the simulation frame is deterministic, so it is
     compared, and a replay must start paused too."""

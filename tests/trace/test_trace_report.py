@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.errors import GameOffline
 from game_bridge_mcp.trace.compare import IgnoreRules
@@ -47,6 +49,7 @@ def shot_answer(path: Path, frame: int) -> dict:
             "bytes": path.stat().st_size, "changed": True, "file": str(path)}
 
 
+@pytest.mark.slow
 def test_screenshots_are_copied_beside_the_trace_and_shown_inline(tmp_path: Path) -> None:
     shots = tmp_path / "bridge-shots"
     shots.mkdir()
@@ -126,6 +129,7 @@ def boxes_of(rows: list[bytes], rgb: tuple[int, int, int], tolerance: int = 3) -
     return [box for box in boxes if box[2] - box[0] > 10]
 
 
+@pytest.mark.slow
 def test_the_games_text_picture_is_drawn_as_monospace_text_with_its_lines(tmp_path: Path) -> None:
     """ui.text (a command's ``text``) is shown as the picture it is: in the real browser the
     recorded 4-line and the replayed 8-line pictures are boxes of one width (8 narrow

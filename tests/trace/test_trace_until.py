@@ -67,6 +67,7 @@ def replay(trace: Path, decl: Path, env: dict[str, str]) -> tuple[int, str, str]
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_a_session_played_with_until_replays_as_recorded(tmp_path: Path, guard: ProcessGuard) -> None:
     trace, decl, env = record(tmp_path, guard)
     lines = [json.loads(line) for line in trace.read_text().splitlines()]

@@ -374,6 +374,7 @@ def test_a_large_invalid_document_still_restores_the_collector() -> None:
     assert gc.isenabled()
 
 
+@pytest.mark.slow
 def test_within_a_call_the_collector_stays_paused_until_the_call_ends() -> None:
     """In a large_documents_scope (the Bridge runs every tool call in one) the document is
     freed by its reference counts before the collector runs again, so no collection ever
