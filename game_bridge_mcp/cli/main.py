@@ -17,10 +17,12 @@ from ..launch.guarantees import warn_once
 from ..launch.parent import become_subreaper, restore_sigchld
 from ..manifest.sanitise import terminal
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
+from ..wrappers import NAMES as WRAPPERS, find as find_wrapper
 
 log = logging.getLogger("game_bridge_mcp")
 
-SUBCOMMANDS = ("call", "check", "demo", "replay", "pygame", "browser")
+#: The subcommands: these, and each wrapper in game_bridge_mcp/wrappers.py's table.
+SUBCOMMANDS = ("call", "check", "demo", "replay", *WRAPPERS)
 USAGE = """\
 game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp --http [HOST:]PORT [options]  serve MCP over streamable HTTP at /mcp
@@ -30,9 +32,8 @@ game-bridge-mcp [options]                 serve MCP over stdio (the default)
        game-bridge-mcp check (--port N | --launch)  check a game against the contract
        game-bridge-mcp demo [--init]              launch and play the bundled demo game
        game-bridge-mcp replay FILE (--port N | --launch)  replay a recorded session and compare
-       game-bridge-mcp pygame [--init] (-m MODULE | SCRIPT) [ARGS]  run a pygame game, drivable
-       game-bridge-mcp browser [--init] (URL | FILE | DIR)  open a web game in headless Chromium, drivable
-"""
+""" + "".join(f"       game-bridge-mcp {row.name} {row.usage}  {row.summary}\n"
+              for row in map(find_wrapper, WRAPPERS) if row is not None)
 
 
 def _load_project(config: Any, err: TextIO) -> None:
@@ -105,15 +106,17 @@ VERSION_FLAGS = frozenset({"-v", "--version"})
 def asks_version(command: str, rest: Sequence[str]) -> bool:
     """Whether a subcommand's arguments ask for the version: ``-v`` and ``--version`` mean
     that for every command, as for the server (``--verbose`` is verbose, where there is
-    one). For ``pygame`` only before the game's name: what follows it is the game's."""
-    if command == "pygame":
+    one). For a wrapper that passes the words after the game's name to the game (pygame),
+    only before that name: what follows it is the game's."""
+    wrapper = find_wrapper(command)
+    if wrapper is not None and wrapper.game_args:
         words = iter(rest)
         for word in words:
             if word in VERSION_FLAGS:
                 return True
-            if not word.startswith("-") or word == "-m":
+            if not word.startswith("-") or word in wrapper.names_game:
                 return False
-            if word == "--port":
+            if word in wrapper.valued:
                 next(words, None)
         return False
     return bool(VERSION_FLAGS & set(rest))
@@ -121,7 +124,7 @@ def asks_version(command: str, rest: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and not (args and args[0] in ("pygame", "browser")):  # these become the game: its output is its own
+    if argv is None and not (args and args[0] in WRAPPERS):  # a wrapper becomes the game: its output is its own
         # As the process's entry point: everything printed (log lines included) may quote a
         # game or a trace, so one cleaner, installed before logging takes its stream.
         # Serving keeps stdout for the protocol.
@@ -130,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = terminal(sys.stdout)
     configure_logging()
     restore_sigchld()  # before anything is launched (an inherited "ignore" loses exit codes and pids)
-    if argv is None and not (args and args[0] in ("pygame", "browser")):
+    if argv is None and not (args and args[0] in WRAPPERS):
         # As this process's own entry point (not embedded, as in a test runner), and not for
         # a game about to be exec'd: adopt what double-forks away from launched games.
         become_subreaper()
@@ -140,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if asks_version(command, rest):
                 sys.stdout.write(f"game-bridge-mcp {__version__}\n")
                 return 0
-            if command not in ("pygame", "browser") and not {"-h", "--help"} & set(rest):
+            if command not in WRAPPERS and not {"-h", "--help"} & set(rest):
                 warn_once(sys.stderr)  # each of these may launch a game: say what cannot be guaranteed
             if command == "call":
                 from .call import main as call_main
@@ -151,12 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if command == "replay":
                 from .replay import main as replay_main
                 return replay_main(rest)
-            if command == "pygame":
-                from .pygame import main as pygame_main
-                return pygame_main(rest)
-            if command == "browser":
-                from .browser import main as browser_main
-                return browser_main(rest)
+            wrapper = find_wrapper(command)
+            if wrapper is not None:
+                from .wrapper import main as wrapper_main
+                return wrapper_main(wrapper, rest)
             from .demo import main as demo_main
             return demo_main(rest)
         return serve(args)

@@ -6,7 +6,8 @@ SDK nor psutil.
 
 Its folders: ``kit/`` (GameBridge and its parts), ``server/`` (the kit's HTTP server),
 ``image/`` (images for ``/screenshot``), ``demo/`` (the demo game), and the wrappers that
-make an unmodified game drivable, ``pygame/`` and ``browser/``.
+make an unmodified game drivable, ``pygame/`` and ``browser/`` (one per row of
+game_bridge_mcp/wrappers.py), on what they share, ``wrapper/``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from game_bridge_mcp.wrappers import NAMES as WRAPPER_NAMES
+
 PACKAGE = Path(__file__).resolve().parents[2] / "game_bridge_mcp"
 ROOT = "game_bridge_mcp"
 
@@ -25,14 +27,17 @@ LAYERS: dict[str, float] = {
     "discovery": 2, "launch": 2,
     "wire": 1, "manifest": 1, "registry": 1,
     "contract": 0, "errors": 0, "config": 0, "paths": 0, "jsonio": 0, "polling": 0, "listeners": 0, "_version": 0,
+    "wrappers": 0,
 }
 #: What the game kit may import besides itself: a game needs no HTTP client or bridge.
-GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version"}
+GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version", "wrappers"}
 #: The game side's folders, each on a layer: a folder imports only folders on a lower layer
 #: (and itself). The kit's HTTP server and the images know nothing of the kit; the demo
-#: and the wrappers are built on the kit, and nothing is built on them.
+#: and what every wrapper shares (wrapper/) are built on the kit; each wrapper of the
+#: table (game_bridge_mcp/wrappers.py) on those, and nothing on a wrapper.
 GAME_LAYERS: dict[str, int] = {
-    "demo": 2, "pygame": 2, "browser": 2,
+    **{name: 3 for name in WRAPPER_NAMES},
+    "demo": 2, "wrapper": 2,
     "kit": 1,
     "server": 0, "image": 0,
 }

@@ -4,6 +4,6 @@ nor a browser."""
 
 from __future__ import annotations
 
-from ._runner import main
+from ._runner import CLI, main
 
-__all__ = ["main"]
+__all__ = ["CLI", "main"]

@@ -1,17 +1,14 @@
-"""``key``, ``mouse`` and ``text`` for an unmodified web page, as the browser's own trusted
-input, timed in animation frames."""
+"""``key``, ``mouse`` and ``text`` for an unmodified web page (the commands are the wrapper
+family's), as the browser's own trusted input."""
 
 from __future__ import annotations
 
 import re
 import string
-from typing import Annotated, Any, Callable, Protocol
+from typing import Any
 
-from ..kit.args import Arg
-from ..kit.outcomes import Pending
+from ..wrapper.input import Words
 
-MAX_TEXT = 1000
-MAX_PRESS_FRAMES = 10000
 _BUTTONS = {1: "left", 2: "middle", 3: "right"}
 
 #: pygame's key names -> the browser's key codes (``KeyboardEvent.code``).
@@ -58,20 +55,6 @@ def valid_names() -> str:
             + f"; symbols {symbols}; or the browser's codes (ArrowLeft, KeyA, Space, Enter)")
 
 
-class Frames(Protocol):
-    """What input needs of the wrapper: the pointer's area, a frame scheduler, the bridge."""
-
-    def window_size(self) -> tuple[int, int] | None: ...
-
-    def pointer_origin(self) -> tuple[int, int]: ...
-
-    def soon(self, action: Callable[[], None]) -> None: ...
-
-    def after_frames(self, frames: int, action: Callable[[], None]) -> None: ...
-
-    def defer(self) -> Pending: ...
-
-
 class Devices:
     """The page's keyboard and mouse (the library's), and what is held down."""
 
@@ -80,6 +63,9 @@ class Devices:
         self.keys_down: dict[str, str] = {}  # browser code -> the name it was given as
         self.buttons_down: set[int] = set()
         self.pointer: tuple[int, int] | None = None
+
+    def key_code(self, name: str) -> str:
+        return browser_key(name)
 
     def key(self, code: str, name: str, down: bool) -> None:
         if down:
@@ -109,67 +95,16 @@ class Devices:
                 "pointer": list(self.pointer) if self.pointer is not None else None}
 
 
-def input_commands(devices: Devices, timing: Frames) -> list[Callable[..., Any]]:
-    """The ``key``, ``mouse`` and ``text`` command functions (for ``bridge.command``)."""
-
-    def key(key: Annotated[str, Arg("A key name as pygame and SDL spell it (left, space, a, return, f1, "
-                                    "left shift) or as the browser does (ArrowLeft, KeyA, Space).")],
-            action: Annotated[str, Arg("press (down, held, up), down or up.",
-                                       choices=("press", "down", "up"))] = "press",
-            frames: Annotated[int, Arg("For press: how many animation frames the key is held.",
-                                       minimum=1, maximum=MAX_PRESS_FRAMES)] = 1) -> Pending:
-        """Press, hold down or release a key, as the keyboard would: the page gets keydown/keyup
-        (and keypress) events. Completes once delivered (a press: after the frame in which the
-        key is released)."""
-        code = browser_key(key)
-        pending = timing.defer()
-        if action == "press":
-            timing.soon(lambda: devices.key(code, key, True))
-            timing.after_frames(frames, lambda: devices.key(code, key, False))
-            pending.complete_after_sim_frames(frames + 1, lambda: {"key": key, "action": action, "frames": frames})
-        else:
-            timing.soon(lambda: devices.key(code, key, action == "down"))
-            pending.complete_after_sim_frames(1, lambda: {"key": key, "action": action})
-        return pending
-
-    def mouse(x: Annotated[int, Arg("Pixels from the page's left edge (the X-Game-Window width).", minimum=0)],
-              y: Annotated[int, Arg("Pixels from the page's top edge.", minimum=0)],
-              button: Annotated[int, Arg("1 left, 2 middle, 3 right.", choices=(1, 2, 3))] = 1,
-              action: Annotated[str, Arg("click (down then up), down, up or move.",
-                                         choices=("click", "down", "up", "move"))] = "click") -> Pending:
-        """Move the pointer to (x, y) in the page's pixels (origin top left; the size is in
-        X-Game-Window and state.browser.window) and click, press, release or just move there."""
-        size = timing.window_size()
-        if size is None:
-            raise ValueError("the page has no area to point at yet")
-        width, height = size
-        if not (0 <= x < width and 0 <= y < height):
-            raise ValueError(f"({x}, {y}) is outside the {width}x{height} window: x must be 0 to {width - 1} "
-                             f"and y 0 to {height - 1}")
-        left, top = timing.pointer_origin()
-        pending = timing.defer()
-        if devices.pointer != (x, y) or action == "move":
-            timing.soon(lambda: devices.move(left + x, top + y, (x, y)))
-        if action == "click":
-            timing.soon(lambda: devices.button(button, True))
-            timing.after_frames(1, lambda: devices.button(button, False))
-            pending.complete_after_sim_frames(2, lambda: {"x": x, "y": y, "button": button, "action": action})
-            return pending
-        if action in ("down", "up"):
-            timing.soon(lambda: devices.button(button, action == "down"))
-        pending.complete_after_sim_frames(1, lambda: {"x": x, "y": y, "button": button, "action": action})
-        return pending
-
-    def text(text: Annotated[str, Arg(f"The text to type (at most {MAX_TEXT} characters).")]) -> Pending:
-        """Type text, key by key as a keyboard would (characters no key makes arrive as text
-        input); for keys that are not text (arrows, return), use key."""
-        if len(text) > MAX_TEXT:
-            raise ValueError(f"the text has {len(text)} characters; send at most {MAX_TEXT} at a time")
-        if not text:
-            raise ValueError("the text is empty; give at least one character")
-        pending = timing.defer()
-        timing.soon(lambda: devices.text(text))
-        pending.complete_after_sim_frames(1, lambda: {"characters": len(text)})
-        return pending
-
-    return [key, mouse, text]
+WORDS = Words(
+    key_names="A key name as pygame and SDL spell it (left, space, a, return, f1, left shift) or as the "
+              "browser does (ArrowLeft, KeyA, Space).",
+    frames="animation frames",
+    key="Press, hold down or release a key, as the keyboard would: the page gets keydown/keyup\n"
+        "(and keypress) events. Completes once delivered (a press: after the frame in which the\n"
+        "key is released).",
+    mouse="Move the pointer to (x, y) in the page's pixels (origin top left; the size is in\n"
+          "X-Game-Window and state.browser.window) and click, press, release or just move there.",
+    text="Type text, key by key as a keyboard would (characters no key makes arrive as text\n"
+         "input); for keys that are not text (arrows, return), use key.",
+    area="page", x_more=" (the X-Game-Window width)",
+    no_area="the page has no area to point at yet")

@@ -1,21 +1,22 @@
-"""The browser wrapper's command line, the rules for what it may open (a local page by
-default, a remote one only with ``--allow-remote``), and the ``gamebridge.json`` that
-``--init`` writes."""
+"""The browser wrapper's command line (its own options beside the family's), the rules for
+what it may open (a local page by default, a remote one only with ``--allow-remote``), and
+the ``gamebridge.json`` that ``--init`` writes."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
-import os
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...contract import ENV_DEBUG_PORT
+from ...wrappers import named
+from ..wrapper.options import SIZE, CommandLine, Options as WrapperOptions, UsageError
+from ..wrapper.options import declaration as launch_declaration
 
-PROG = "game-bridge-mcp browser"
+ROW = named("browser")
+PROG = f"game-bridge-mcp {ROW.name}"
 USAGE = f"""usage: {PROG} [--port N] [--paused] [--size WxH] [--browser PATH] [--screenshot page|canvas]
                                 [--allow-remote] [--load-timeout S] (URL | FILE | DIR)
        {PROG} --init [--force] [options] (URL | FILE | DIR)
@@ -40,29 +41,18 @@ A FILE or DIR is served over a loopback HTTP server (DIR: its index.html).
   --force           with --init, replace an existing gamebridge.json
 """
 DEFAULT_SIZE = (800, 600)
-MAX_SIDE = 8192
 DEFAULT_LOAD_TIMEOUT_S = 30.0
-DECLARATION = "gamebridge.json"
 LOOPBACK_NAMES = ("localhost", "localhost.")
 
 
-class UsageError(Exception):
-    pass
-
-
 @dataclass
-class Options:
-    port: int = 0
-    paused: bool = False
+class Options(WrapperOptions):
     size: tuple[int, int] = DEFAULT_SIZE
     browser: str | None = None
     screenshot: str = "page"
     allow_remote: bool = False
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
-    init: bool = False
-    force: bool = False
     target: str = ""
-    help: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,77 +72,48 @@ class Target:
         return (self.root / self.path).name if self.path else self.root.name
 
 
-def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
-    env = os.environ if environ is None else environ
-    opts = Options()
-    if env.get(ENV_DEBUG_PORT, "").strip():
-        opts.port = _port(env[ENV_DEBUG_PORT], ENV_DEBUG_PORT)
-    args = list(argv)
-    index = 0
-    valued = ("--port", "--size", "--browser", "--screenshot", "--load-timeout")
-    while index < len(args):
-        arg = args[index]
-        name, eq, inline = arg.partition("=")
-        if arg in ("-h", "--help"):
-            opts.help = True
-            return opts
-        if name in valued:
-            if eq:
-                value = inline
-            elif index + 1 < len(args):
-                index += 1
-                value = args[index]
-            else:
-                raise UsageError(f"{name} needs a value")
-            _set(opts, name, value)
-        elif arg in ("--paused", "--init", "--force", "--allow-remote"):
-            setattr(opts, arg[2:].replace("-", "_"), True)
-        elif arg == "--":
-            rest = args[index + 1:]
-            if len(rest) != 1:
-                raise UsageError("name one page: a URL, a FILE or a DIR")
-            opts.target = rest[0]
-            return opts
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown option {arg!r}")
-        else:
-            if index != len(args) - 1:
-                raise UsageError(f"name one page, after the options (got {arg!r} and then {args[index + 1]!r})")
-            opts.target = arg
-            return opts
-        index += 1
-    raise UsageError("name the page: a URL, a FILE or a DIR")
-
-
-def _set(opts: Options, name: str, value: str) -> None:
-    if name == "--port":
-        opts.port = _port(value, "--port")
-    elif name == "--size":
-        width, _x, height = value.lower().partition("x")
-        if not (width.isdigit() and height.isdigit() and 1 <= int(width) <= MAX_SIDE and 1 <= int(height) <= MAX_SIDE):
-            raise UsageError(f"--size expects WIDTHxHEIGHT, each 1 to {MAX_SIDE} (e.g. 800x600), got {value!r}")
-        opts.size = (int(width), int(height))
-    elif name == "--browser":
-        opts.browser = value
-    elif name == "--screenshot":
-        if value not in ("page", "canvas"):
-            raise UsageError(f"--screenshot is page or canvas, not {value!r}")
-        opts.screenshot = value
+def _page(opts: Options, words: list[str]) -> None:
+    """The one page to open, after the options (or after ``--``)."""
+    first = words[0]
+    if first == "--":
+        if len(words) != 2:
+            raise UsageError("name one page: a URL, a FILE or a DIR")
+        opts.target = words[1]
+    elif first.startswith("-"):
+        raise UsageError(f"unknown option {first!r}")
+    elif len(words) != 1:
+        raise UsageError(f"name one page, after the options (got {first!r} and then {words[1]!r})")
     else:
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = -1.0
-        if not 0 < seconds <= 600:
-            raise UsageError(f"--load-timeout expects seconds, more than 0 and at most 600, got {value!r}")
-        opts.load_timeout_s = seconds
+        opts.target = first
 
 
-def _port(value: str, source: str) -> int:
-    text = value.strip()
-    if not text.isdigit() or not 0 <= int(text) <= 65535:
-        raise UsageError(f"{source} expects a port number 0-65535, got {value!r}")
-    return int(text)
+def _set_browser(opts: Options, value: str) -> None:
+    opts.browser = value
+
+
+def _set_screenshot(opts: Options, value: str) -> None:
+    if value not in ("page", "canvas"):
+        raise UsageError(f"--screenshot is page or canvas, not {value!r}")
+    opts.screenshot = value
+
+
+def _set_load_timeout(opts: Options, value: str) -> None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 600:
+        raise UsageError(f"--load-timeout expects seconds, more than 0 and at most 600, got {value!r}")
+    opts.load_timeout_s = seconds
+
+
+COMMAND_LINE = CommandLine(
+    Options, _page, missing="name the page: a URL, a FILE or a DIR", switches=("--allow-remote",),
+    valued={**SIZE, "--browser": _set_browser, "--screenshot": _set_screenshot, "--load-timeout": _set_load_timeout})
+
+
+def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
+    return COMMAND_LINE.parse(argv, environ)
 
 
 def _is_loopback(host: str) -> bool:
@@ -195,10 +156,9 @@ def _local(path: Path) -> Target:
 
 
 def declaration(opts: Options) -> dict[str, Any]:
-    """The launch declaration that opens ``opts``' page through the wrapper, with the
-    bridge's own interpreter (``{python}``): no path of this machine but the page's, so it
-    can be committed (the launcher puts the bridge's package on the wrapper's path)."""
-    argv = ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}"]
+    """The launch declaration that opens ``opts``' page through the wrapper (``--init``): no
+    path of this machine but the page's."""
+    argv: list[str] = []
     if opts.size != DEFAULT_SIZE:
         argv += ["--size", f"{opts.size[0]}x{opts.size[1]}"]
     if opts.browser:
@@ -211,13 +171,5 @@ def declaration(opts: Options) -> dict[str, Any]:
         argv += ["--load-timeout", f"{opts.load_timeout_s:g}"]
     argv.append(opts.target)
     ready_ms = int(max(60.0, opts.load_timeout_s + 30) * 1000)
-    launch: dict[str, Any] = {"argv": argv, "cwd": ".", "readyTimeoutMs": ready_ms}
-    return {"name": f"{opts.target} (web page, through game-bridge-mcp)", "launch": launch}
-
-
-def write_init(opts: Options, directory: Path) -> Path:
-    path = directory / DECLARATION
-    if path.exists() and not opts.force:
-        raise FileExistsError(f"{path} already exists; pass --force to replace it")
-    path.write_text(json.dumps(declaration(opts), indent=2) + "\n", encoding="utf-8")
-    return path
+    return launch_declaration(ROW.module, f"{opts.target} (web page, through game-bridge-mcp)", argv,
+                              ready_timeout_ms=ready_ms)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..kit.outcomes import Pending
 from ..image.scale import fit_size
 from ..kit import GameBridge
+from ..wrapper.frames import Schedule
 from . import _scripts
 from ._input import Devices
 
@@ -123,8 +124,7 @@ class Page:
         self.gone: str | None = None
         self.frames_run = 0
         self._frame_times: collections.deque[float] = collections.deque(maxlen=240)
-        self._due: list[list[Any]] = []
-        self._soon: list[Callable[[], None]] = []
+        self.schedule = Schedule(at_once=False, name="browser")  # input runs between the page's frames
         self._last_look = 0.0
         self.direct = True
         self.css.set_rate(0.0)  # before the page's first animation starts
@@ -252,7 +252,7 @@ class Page:
             self.frames_run += 1
             self._frame_times.append(now)
             self.bridge.end_sim_frame()
-            self._run_due()
+            self.schedule.frame_ended()
         if look:
             self._last_look = now
 
@@ -277,38 +277,20 @@ class Page:
     def set_running(self, running: bool) -> None:
         self.css.set_rate(1.0 if running else 0.0)
 
-    # ------------------------------------------------------------------ input timing
+    # ------------------------------------------------------------------ input's timing (game/wrapper/input.py)
     def soon(self, action: Callable[[], None]) -> None:
         """Run ``action`` (browser input) once the commands being applied are done, before
         the next frame: :meth:`deliver`, outside the kit's lock."""
-        self._soon.append(action)
+        self.schedule.soon(action)
 
     def deliver(self) -> None:
-        actions, self._soon = self._soon, []
-        for action in actions:
-            try:
-                action()
-            except Exception as exc:
-                self._failed(exc)
+        self.schedule.deliver(self._failed)
 
     def after_frames(self, frames: int, action: Callable[[], None]) -> None:
-        self._due.append([int(frames), action])
+        self.schedule.after_frames(frames, action)
 
     def frames_to_due(self) -> int:
-        return min((entry[0] for entry in self._due), default=MAX_CHUNK)
-
-    def _run_due(self) -> None:
-        if not self._due:
-            return
-        for entry in self._due:
-            entry[0] -= 1
-        ready = [entry[1] for entry in self._due if entry[0] <= 0]
-        self._due = [entry for entry in self._due if entry[0] > 0]
-        for action in ready:
-            try:
-                action()
-            except Exception as exc:  # noqa: BLE001 - the page went; the command already completed or will
-                log.warning("game-bridge browser: delayed input failed: %s", exc)
+        return self.schedule.frames_to_due(MAX_CHUNK)
 
     def defer(self) -> Pending:
         return self.bridge.defer()

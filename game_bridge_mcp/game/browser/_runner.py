@@ -6,34 +6,31 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
-from ..kit.clock import START_PAUSED_ENV
-from ._options import PROG, USAGE, Options, Target, UsageError, parse, resolve_target, write_init
+from ..wrapper.input import input_commands
+from ..wrapper.main import Cli, main as wrapper_main
+from ..wrapper.serve import Late, Say, add_commands, assemble, drive, start
+from ._options import COMMAND_LINE, ROW, USAGE, Options, Target, UsageError, declaration, resolve_target
 
 log = logging.getLogger(__name__)
+say = Say(ROW.name)
 
 INSTALL = "pip install 'game-bridge-mcp[browser]'"
 #: Seconds a still-loading page is given before the wrapper says so on stderr.
 LOAD_WARNING_S = 3.0
 #: Seconds after SIGTERM before the wrapper stops waiting for the page and ends hard.
 STOP_GRACE_S = 5.0
-PERIOD_S = 1.0 / 60.0
+#: Frames a second while running (each 1/60 s of page time).
+HZ = 60.0
 #: Chromium's own options beside the library's: sound without a click first. (Its crash
 #: handler still starts in a session of its own; the launcher finds it as a descendant
 #: carrying the launch's marker, and it exits with the browser.)
 BROWSER_ARGS = ["--autoplay-policy=no-user-gesture-required"]
-
-
-def say(message: str) -> None:
-    sys.stderr.write(f"game-bridge browser: {message}\n")
-    sys.stderr.flush()
 
 
 def _bundled(playwright: Any) -> Any:
@@ -77,10 +74,9 @@ def run(opts: Options) -> int:
 def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: str) -> int:
     from playwright.sync_api import Error as PlaywrightError
 
-    from ..kit import GameBridge
     from . import _commands as page_commands
-    from ._input import input_commands
-    from ._page import Page, PageGone
+    from ._input import WORDS
+    from ._page import MAX_CHUNK, Page, PageGone
 
     try:
         browser = playwright.chromium.launch(executable_path=str(grouped.shim), headless=True,
@@ -97,21 +93,17 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     from . import _scripts
 
     page.add_init_script(_scripts.INIT)
-    environ = dict(os.environ)
-    if opts.paused:
-        environ[START_PAUSED_ENV] = "1"
-    holder: dict[str, Page] = {}
-    bridge = GameBridge(
+    late = Late()
+    bridge = assemble(
         target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}",
-        state=lambda: holder["page"].state(), on_close=lambda: holder["page"].close(),
-        clock=True, environ=environ,
+        state=late.state, on_close=lambda: late.engine.close(), paused=opts.paused,
         description=(f"{target.name}: an unmodified web page, run by game-bridge-mcp's browser wrapper in "
                      "headless Chromium, which knows nothing of its rules. Look at it with screenshots and "
                      "ui.text; play it with key, mouse and text as a player would; pause, step and resume its "
                      "clock (timers, animation frames, Date and CSS animations stand still while paused)."),
-        toolsets={"input": "Act as a player: keys, the pointer and typed text, delivered as real browser input."})
+        input_help="Act as a player: keys, the pointer and typed text, delivered as real browser input.")
     driver = Page(page, bridge, canvas=opts.screenshot == "canvas", size=opts.size)
-    holder["page"] = driver
+    late.engine = driver
     driver.attach(on_popup=lambda popup: _popup(driver, popup))
     loaded = threading.Event()
 
@@ -137,20 +129,13 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
         if title:
             bridge.name = title[:100]
     bridge.screenshot(driver.capture, window=driver.window_size)
-    for func in input_commands(driver.devices, driver):
-        bridge.command(func, toolset="input")
-    bridge.advertise("input")
+    add_commands(bridge, input_commands(driver.devices, driver, WORDS))
     page_commands.register(bridge, driver, driver.seen.get("commands"))
     _on_signals(bridge, grouped)
-    try:
-        port = bridge.start(opts.port)
-    except OSError as exc:
-        say(f"cannot serve on 127.0.0.1:{opts.port}: {exc.strerror or exc}")
+    if start(bridge, opts.port, target.name, say) is None:
         return 1
-    paused = " (paused: send resume or step)" if bridge.paused else ""
-    say(f"{target.name} ({bridge.name}) serving on http://127.0.0.1:{port}{paused}")
     try:
-        loop(driver, bridge)
+        drive(driver, bridge, hz=HZ, max_chunk=MAX_CHUNK)
     except PageGone:
         pass  # driver.gone says why
     finally:
@@ -164,38 +149,6 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     why = driver.gone or "stopped"
     say(f"{target.name} ended ({why}) after {driver.frames_run} frames")
     return 0 if why in ("closed by the agent", "the page closed itself", "stopped") else 1
-
-
-def loop(driver: Any, bridge: Any) -> None:
-    """The frames: one per 1/60 s while running; while paused, the frames steps owe (in
-    chunks up to the next input due), serving in between."""
-    from ._page import MAX_CHUNK
-
-    next_tick = time.monotonic()
-    while bridge.running and driver.gone is None:
-        bridge.pump()
-        driver.deliver()  # the input those commands asked for
-        if not bridge.running or driver.gone is not None:
-            break
-        if bridge.paused:
-            owed = bridge.owed_frames
-            if owed > 0:
-                driver.frames(min(owed, driver.frames_to_due(), MAX_CHUNK))
-                if not bridge.stepping:
-                    bridge.apply_queued()  # the commands that waited behind the finished step
-                    driver.deliver()
-            else:
-                driver.idle()
-                bridge.wait_for_work(PERIOD_S)
-            next_tick = time.monotonic()
-            continue
-        driver.frames(1)  # (and a look at the page: a command completing now sees this frame)
-        next_tick += PERIOD_S
-        delay = next_tick - time.monotonic()
-        if delay > 0:
-            bridge.wait_for_work(delay)
-        elif delay < -PERIOD_S:
-            next_tick = time.monotonic()  # a frame or more behind: no catch-up burst
 
 
 def _popup(driver: Any, popup: Any) -> None:
@@ -235,23 +188,13 @@ def _first_line(exc: BaseException) -> str:
     return lines[0][:500] if lines else type(exc).__name__
 
 
+def _check_init(opts: Options) -> None:
+    resolve_target(opts.target, allow_remote=opts.allow_remote)
+
+
+CLI = Cli(row=ROW, usage=USAGE, command_line=COMMAND_LINE, declaration=declaration, run=run,
+          target=lambda opts: opts.target, check_init=_check_init, verb="opens")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        opts = parse(list(sys.argv[1:] if argv is None else argv))
-    except UsageError as exc:
-        sys.stderr.write(f"{PROG}: {exc}\n{USAGE}")
-        return 2
-    if opts.help:
-        sys.stdout.write(USAGE)
-        return 0
-    if opts.init:
-        try:
-            resolve_target(opts.target, allow_remote=opts.allow_remote)
-            path = write_init(opts, Path.cwd())
-        except (UsageError, OSError) as exc:
-            sys.stderr.write(f"{PROG} --init: {exc}\n")
-            return 2
-        sys.stdout.write(f"Wrote {path}.\nFrom this directory, launch_instance opens {opts.target} through the "
-                         "wrapper; try:\n  game-bridge-mcp call launch_instance --keep\n")
-        return 0
-    return run(opts)
+    return wrapper_main(CLI, argv)

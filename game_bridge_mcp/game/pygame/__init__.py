@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ._runner import main
+from ._runner import CLI, main
 
 StateHook = Callable[[], Mapping[str, Any]]
 
@@ -32,4 +32,4 @@ def state_hook(func: StateHook) -> StateHook:
     return func
 
 
-__all__ = ["main", "state_hook"]
+__all__ = ["CLI", "main", "state_hook"]

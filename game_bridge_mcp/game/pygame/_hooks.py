@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import collections
 import logging
-import sys
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
 from ..kit import GameBridge
+from ..wrapper.frames import Schedule
+from ..wrapper.serve import start
 from ._input import Devices
 from ._time import Clock, VirtualTime
 
@@ -73,7 +74,7 @@ class Wrapper:
         self.vtime = VirtualTime()
         self.frames = 0           # flips seen
         self.started = False
-        self._due: list[list[Any]] = []   # [frames left, action]
+        self.schedule = Schedule(at_once=True, name="pygame")  # input is delivered on the game's thread
         self._flips: collections.deque[float] = collections.deque(maxlen=120)
         self._window: tuple[int, int] | None = None
         self._caption = ""
@@ -173,7 +174,7 @@ class Wrapper:
             if self.started and not self.bridge.running:
                 return  # closed: the game is on its way out
             self.bridge.end_sim_frame()
-            self._run_due()
+            self.schedule.frame_ended()
             if not self.started:
                 self._start()  # serving from the first flip, with that frame counted
             self.vtime.hold()
@@ -199,13 +200,8 @@ class Wrapper:
         self._first_flip.set()
         if self._caption and self._caption != "pygame window":
             self.bridge.name = self._caption
-        try:
-            port = self.bridge.start(self.port)
-        except OSError as exc:
-            self.announce(f"cannot serve on 127.0.0.1:{self.port}: {exc.strerror or exc}")
-            raise SystemExit(1) from None
-        paused = " (paused: send resume or step)" if self.bridge.paused else ""
-        self.announce(f"{self.target} ({self.bridge.name}) serving on http://127.0.0.1:{port}{paused}")
+        if start(self.bridge, self.port, self.target, self.announce) is None:
+            raise SystemExit(1)
 
     def _cache_display(self) -> None:
         surface = self.pg.display.get_surface()
@@ -213,19 +209,16 @@ class Wrapper:
         caption = self.pg.display.get_caption()
         self._caption = str(caption[0]) if caption else ""
 
-    def _run_due(self) -> None:
-        if not self._due:
-            return
-        for entry in self._due:
-            entry[0] -= 1
-        ready = [entry[1] for entry in self._due if entry[0] <= 0]
-        self._due = [entry for entry in self._due if entry[0] > 0]
-        for action in ready:
-            action()
+    # ------------------------------------------------------------------ input's timing (game/wrapper/input.py)
+    def soon(self, action: Callable[[], None]) -> None:
+        self.schedule.soon(action)
 
     def after_frames(self, frames: int, action: Callable[[], None]) -> None:
         """Run ``action`` at the flip that ends the ``frames``-th frame from now."""
-        self._due.append([int(frames), action])
+        self.schedule.after_frames(frames, action)
+
+    def pointer_origin(self) -> tuple[int, int]:
+        return 0, 0
 
     def defer(self) -> Any:
         return self.bridge.defer()
@@ -312,8 +305,3 @@ class Wrapper:
     def finish(self) -> None:
         self.bridge.stop()
         self.uninstall()
-
-
-def announce_to_stderr(message: str) -> None:
-    sys.stderr.write(f"game-bridge pygame: {message}\n")
-    sys.stderr.flush()

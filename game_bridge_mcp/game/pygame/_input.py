@@ -1,17 +1,12 @@
-"""``key``, ``mouse`` and ``text`` for an unmodified pygame game: the events SDL would deliver,
-and the held keys and pointer pygame reports, timed in simulation frames."""
+"""``key``, ``mouse`` and ``text`` for an unmodified pygame game (the commands are the wrapper
+family's): the events SDL would deliver, and the held keys and pointer pygame reports."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Protocol
+from typing import Any
 
-from ..kit.args import Arg
-from ..kit.outcomes import Pending
+from ..wrapper.input import Words
 
-#: The longest text one ``text`` command delivers.
-MAX_TEXT = 1000
-#: Most frames a ``press`` may hold a key.
-MAX_PRESS_FRAMES = 10000
 #: UTF-8 bytes in one TEXTINPUT event (SDL's limit is 32 with the terminator).
 TEXT_CHUNK_BYTES = 31
 _UNICODE = {"space": " ", "return": "\r", "enter": "\r", "tab": "\t", "backspace": "\b", "escape": "\x1b"}
@@ -21,16 +16,6 @@ _COMMON = ("left", "right", "up", "down", "space", "return", "escape", "tab", "b
 _MODIFIERS = {"left shift": "KMOD_LSHIFT", "right shift": "KMOD_RSHIFT", "left ctrl": "KMOD_LCTRL",
               "right ctrl": "KMOD_RCTRL", "left alt": "KMOD_LALT", "right alt": "KMOD_RALT",
               "left meta": "KMOD_LMETA", "right meta": "KMOD_RMETA"}
-
-
-class Frames(Protocol):
-    """What input needs of the wrapper: the window, a frame scheduler, the bridge."""
-
-    def window_size(self) -> tuple[int, int] | None: ...
-
-    def after_frames(self, frames: int, action: Callable[[], None]) -> None: ...
-
-    def defer(self) -> Pending: ...
 
 
 class Devices:
@@ -99,7 +84,10 @@ class Devices:
             self.keys_down.discard(code)
             self._post(pg.KEYUP, key=code, mod=self.mods(), unicode="", scancode=0)
 
-    def move(self, x: int, y: int) -> None:
+    def key(self, code: int, _name: str, down: bool) -> None:
+        self.key_event(code, down)
+
+    def move(self, x: int, y: int, _shown: tuple[int, int] | None = None) -> None:
         before = self.pointer or (x, y)
         self.pointer = (x, y)
         buttons = tuple(int(b in self.buttons_down) for b in (1, 2, 3))
@@ -126,67 +114,15 @@ class Devices:
             self._post(self.pg.TEXTINPUT, text=chunk)
 
 
-def input_commands(devices: Devices, timing: Frames) -> list[Callable[..., Any]]:
-    """The ``key``, ``mouse`` and ``text`` command functions (for ``bridge.command``)."""
-
-    def key(key: Annotated[str, Arg("A key name as pygame and SDL spell it: left, space, a, return, f1, "
-                                    "left shift.")],
-            action: Annotated[str, Arg("press (down, held, up), down or up.",
-                                       choices=("press", "down", "up"))] = "press",
-            frames: Annotated[int, Arg("For press: how many simulation frames the key is held.",
-                                        minimum=1, maximum=MAX_PRESS_FRAMES)] = 1) -> Pending:
-        """Press, hold down or release a key, as the keyboard would: the game gets KEYDOWN/KEYUP
-        events and pygame.key.get_pressed() reports it held. Completes once delivered (a press:
-        after the frame in which the key is released)."""
-        code = devices.key_code(key)
-        pending = timing.defer()
-        if action == "press":
-            devices.key_event(code, True)
-            timing.after_frames(frames, lambda: devices.key_event(code, False))
-            pending.complete_after_sim_frames(frames + 1, lambda: {"key": key, "action": action,
-                                                                     "frames": frames})
-        else:
-            devices.key_event(code, action == "down")
-            pending.complete_after_sim_frames(1, lambda: {"key": key, "action": action})
-        return pending
-
-    def mouse(x: Annotated[int, Arg("Pixels from the window's left edge.", minimum=0)],
-              y: Annotated[int, Arg("Pixels from the window's top edge.", minimum=0)],
-              button: Annotated[int, Arg("1 left, 2 middle, 3 right.", choices=(1, 2, 3))] = 1,
-              action: Annotated[str, Arg("click (down then up), down, up or move.",
-                                         choices=("click", "down", "up", "move"))] = "click") -> Pending:
-        """Move the pointer to (x, y) in the game window's pixels (origin top left; the size is in
-        X-Game-Window and state.pygame.window) and click, press, release or just move there."""
-        size = timing.window_size()
-        if size is None:
-            raise ValueError("the game has no window yet (it has not called pygame.display.set_mode)")
-        width, height = size
-        if not (0 <= x < width and 0 <= y < height):
-            raise ValueError(f"({x}, {y}) is outside the {width}x{height} window: x must be 0 to {width - 1} "
-                             f"and y 0 to {height - 1}")
-        pending = timing.defer()
-        if devices.pointer != (x, y) or action == "move":
-            devices.move(x, y)
-        if action == "click":
-            devices.button(button, True)
-            timing.after_frames(1, lambda: devices.button(button, False))
-            pending.complete_after_sim_frames(2, lambda: {"x": x, "y": y, "button": button, "action": action})
-            return pending
-        if action in ("down", "up"):
-            devices.button(button, action == "down")
-        pending.complete_after_sim_frames(1, lambda: {"x": x, "y": y, "button": button, "action": action})
-        return pending
-
-    def text(text: Annotated[str, Arg(f"The text to type (at most {MAX_TEXT} characters).")]) -> Pending:
-        """Type text, delivered as TEXTINPUT events (what a text field reads); for keys that
-        are not text (arrows, return), use key."""
-        if len(text) > MAX_TEXT:
-            raise ValueError(f"the text has {len(text)} characters; send at most {MAX_TEXT} at a time")
-        if not text:
-            raise ValueError("the text is empty; give at least one character")
-        pending = timing.defer()
-        devices.text(text)
-        pending.complete_after_sim_frames(1, lambda: {"characters": len(text)})
-        return pending
-
-    return [key, mouse, text]
+WORDS = Words(
+    key_names="A key name as pygame and SDL spell it: left, space, a, return, f1, left shift.",
+    frames="simulation frames",
+    key="Press, hold down or release a key, as the keyboard would: the game gets KEYDOWN/KEYUP\n"
+        "events and pygame.key.get_pressed() reports it held. Completes once delivered (a press:\n"
+        "after the frame in which the key is released).",
+    mouse="Move the pointer to (x, y) in the game window's pixels (origin top left; the size is in\n"
+          "X-Game-Window and state.pygame.window) and click, press, release or just move there.",
+    text="Type text, delivered as TEXTINPUT events (what a text field reads); for keys that\n"
+         "are not text (arrows, return), use key.",
+    area="window", x_more="",
+    no_area="the game has no window yet (it has not called pygame.display.set_mode)")
