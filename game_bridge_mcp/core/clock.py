@@ -15,7 +15,7 @@ from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed,
                       GameOffline, GamePaused, NotAGameSurface)
 from ..jsonio import as_int
 from ..wire.client import GameClient
-from .digest import get_path
+from .digest import get_path, shown_value
 from . import inputs as timed_inputs
 from .events import Shown, answer_digest
 from .outcome import command_outcome
@@ -117,9 +117,9 @@ class Advance:
         seen: dict[str, Any] = {"event": condition.event} if condition.event is not None else {"path": condition.path}
         seen.update(watch.report())
         if matched and condition.event is None:
-            seen["value"] = watch.value  # the value the condition held with (as wait_for says it)
+            seen["value"] = shown_value(watch.value)  # the value the condition held with (as wait_for says it)
         if condition.changes and watch.initial is not None:
-            seen["initialValue"] = watch.initial[1]
+            seen["initialValue"] = shown_value(watch.initial[1])
         return self.answer(state, matched=matched, **seen)
 
     # ------------------------------------------------------------------ parts

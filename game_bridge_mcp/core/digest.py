@@ -153,6 +153,19 @@ def bounded(value: Any, budget: int) -> tuple[Any, bool]:
     return text[: max(1, budget - 1)] + "…", True
 
 
+#: The most characters a value a condition held with (``value``, ``lastValue``,
+#: ``initialValue`` of ``wait_for``, ``until``, ``advance``) takes in an answer.
+CONDITION_VALUE_CHARS = 2000
+
+
+def shown_value(value: Any) -> Any:
+    """A value a condition looked at, as an answer shows it: :func:`bounded` to
+    CONDITION_VALUE_CHARS (a wait on a 5 MB list answers a glimpse of it, never the list)."""
+    if isinstance(value, str):  # a text is shown up to the budget, not cut like a field inside a value
+        return value if len(value) <= CONDITION_VALUE_CHARS else value[: CONDITION_VALUE_CHARS - 1] + "…"
+    return bounded(value, CONDITION_VALUE_CHARS)[0]
+
+
 #: The top-level keys a game's ``/state?view=digest`` keeps whole; inside ``game`` it keeps
 #: only the scalar values.
 DIGEST_VIEW_KEYS = frozenset(DIGEST_KEEPS)

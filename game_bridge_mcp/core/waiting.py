@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from .. import polling
 from ..contract import CONDITION_KEYS, CONDITION_SHAPES, DEFAULT_WAIT_MS, MAX_WAIT_MS, TIMEOUT_KEY
-from .digest import digest_keeps, event_text, get_path, json_equal
+from .digest import digest_keeps, event_text, get_path, json_equal, shown_value
 from ..errors import BridgeUsageError, GameOffline
 from ..jsonio import as_int
 
@@ -195,9 +195,9 @@ class Watch:
             return out
         if self.matched:
             if condition.changes:
-                out["value"] = self.value
+                out["value"] = shown_value(self.value)
         else:
-            out["lastValue"] = self.value
+            out["lastValue"] = shown_value(self.value)
             if not self.found:
                 out["pathFound"] = False
         return out
@@ -275,14 +275,14 @@ def wait_for_state(poll: Callable[[int | None], Mapping[str, Any]], condition: C
     if condition.event is not None:
         result["event"] = condition.event
         if waited.matched:
-            result["value"] = watch.value
+            result["value"] = shown_value(watch.value)
     else:
         result["path"] = condition.path
-        result["value" if waited.matched else "lastValue"] = watch.value
+        result["value" if waited.matched else "lastValue"] = shown_value(watch.value)
         if not watch.found:
             result["pathFound"] = False
         if condition.changes and watch.initial is not None:
-            result["initialValue"] = watch.initial[1]
+            result["initialValue"] = shown_value(watch.initial[1])
     result.update({"elapsedMs": waited.elapsed_ms, "polls": waited.polls})
     if not waited.matched:
         result["note"] = watch.miss_note(waited.total_ms)

@@ -16,6 +16,7 @@ import json
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable
 
 # Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
@@ -44,8 +45,9 @@ from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPU
 from ..core.tools.shapes import admitting_errors
 from ..core.tools.unit import ToolDef
 from . import logs
-from .encoding import (STRUCTURED_DEPTH, STRUCTURED_LIMIT, TOO_DEEP, dumps, dumps_strict, json_id, nests_within,
-                       quoted, structured_content)
+from ..core.tools.state import too_large
+from .encoding import (ANSWER_LIMIT, STRUCTURED_DEPTH, STRUCTURED_LIMIT, TOO_DEEP, answer_size, dumps, dumps_strict,
+                       json_id, nests_within, quoted, structured_content)
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -77,22 +79,49 @@ def _tool(defn: ToolDef) -> types.Tool:
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
+#: What was asked, for an answer too large to send: the tool's name and its arguments.
+Asked = tuple[str, Mapping[str, Any]]
+
+
+class _Oversized(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
 def _result_parts(value: dict[str, Any]) -> tuple[str, Any, bool, ImagePayload | None]:
     """A result's text, the value that goes out as its structuredContent (every answer has
     one: the tools declare an outputSchema), whether that text is strict JSON, and the
-    image it carries (get_screenshot's), which is taken out of the value."""
+    image it carries (get_screenshot's), which is taken out of the value. Raises
+    _Oversized when the answer's line would be over ANSWER_LIMIT."""
     image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
     text, strict = dumps_strict(value)
+    image = image if isinstance(image, ImagePayload) else None
+    size = answer_size(text, len(image.data) if image is not None else 0)
+    if size > ANSWER_LIMIT:
+        raise _Oversized(size)
     # The SDK's serializer gives up (and takes the session down) past a few hundred levels:
     # a deeper answer's structuredContent is cut at STRUCTURED_DEPTH (the text stays whole).
-    return text, structured_content(value, text), strict, image if isinstance(image, ImagePayload) else None
+    return text, structured_content(value, text), strict, image
 
 
-def result_of(value: dict[str, Any]) -> types.CallToolResult:
+def _too_large(value: Any, size: int, asked: Asked | None) -> types.CallToolResult:
+    """The error an answer over ANSWER_LIMIT gets instead: how large, and what to read."""
+    name, arguments = asked if asked is not None else ("", {})
+    log.warning("an answer of %s was %d bytes, over the %d an answer may take: not sent", name or "a call", size,
+                ANSWER_LIMIT)
+    return error_result(too_large(value, size, name, arguments))
+
+
+def result_of(value: dict[str, Any], asked: Asked | None = None) -> types.CallToolResult:
     """The text block and structuredContent of a result; an image it carries
     (get_screenshot's) follows as an image block, so a client that shows no images still
-    has everything else."""
-    text, structured, _strict, image = _result_parts(value)
+    has everything else. An answer too large to send is the error that says how to read
+    it in parts (``asked``: the call it answers)."""
+    try:
+        text, structured, _strict, image = _result_parts(value)
+    except _Oversized as over:
+        return _too_large(value, over.size, asked)
     return result_of_parts(text, structured, image)
 
 
@@ -104,14 +133,15 @@ def result_of_parts(text: str, structured: Any, image: ImagePayload | None) -> t
     return types.CallToolResult(content=content, structuredContent=structured, isError=False)
 
 
-def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult) -> bytes:
+def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult, asked: Asked | None = None) -> bytes:
     """The JSON-RPC line answering ``tools/call`` ``ident`` with a value (as
     :func:`result_of` makes it) or a built result (:func:`error_result`): the fields the
     SDK writes for them. A value is encoded once: its text IS its structuredContent."""
-    return b"".join(call_result_chunks(ident, [outcome]))
+    return b"".join(call_result_chunks(ident, [outcome], asked))
 
 
-def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult]) -> list[bytes]:
+def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult],
+                       asked: Asked | None = None) -> list[bytes]:
     """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
     empties): a large value is let go as soon as its text is made, and each copy of the
     text as soon as the next exists, so a 10 MB answer is about two copies at its peak
@@ -123,7 +153,10 @@ def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolR
         dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
         return [head + json.dumps(wire, ensure_ascii=False).encode("utf-8") + b"}\n"]
-    text, structured, strict, image = _result_parts(outcome)
+    try:
+        text, structured, strict, image = _result_parts(outcome)
+    except _Oversized as over:
+        return call_result_chunks(ident, [_too_large(outcome, over.size, asked)])
     if not strict or structured is not outcome:  # NaN in a host's value, or cut deep: as the SDK renders it
         return call_result_chunks(ident, [result_of_parts(text, structured, image)])
     del outcome, structured  # the text stands for the value from here on: it IS the structuredContent
@@ -150,6 +183,8 @@ def error_result(exc: BaseException) -> types.CallToolResult:
         text = (f"InternalError: {type(exc).__name__}: {str(exc)[:500]}. This is a bug in game-bridge-mcp; "
                 "the server keeps serving. Details are on its stderr.")
         data = {"error": "InternalError"}
+    if len(text) > STRUCTURED_LIMIT:  # the bridge's messages are short; one carrying a game's text is capped
+        text = text[:STRUCTURED_LIMIT] + f"... ({len(text) - STRUCTURED_LIMIT:,} more characters cut)"
     try:
         if len(dumps(data)) > STRUCTURED_LIMIT or not nests_within(data, STRUCTURED_DEPTH):
             data = {"error": data.get("error")}
@@ -344,7 +379,7 @@ class BridgeServer:
 
         try:
             value = await self.in_worker(functools.partial(self.dispatch, name, arguments or {}, progress))
-            return result_of(value)
+            return result_of(value, (name, arguments or {}))
         except Exception as exc:  # every failure becomes a result; the server keeps serving
             return error_result(exc)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ..core.tools.state import ANSWER_LIMIT
+
 #: Results larger than this carry text only (no duplicate structuredContent).
 STRUCTURED_LIMIT = 256 * 1024
 STRUCTURED_DEPTH = 64
@@ -33,6 +35,23 @@ def dumps_strict(value: Any) -> tuple[str, bool]:
         return _STRICT.encode(value), True
     except ValueError:
         return dumps(value), False
+
+
+#: The line around an answer's value: the JSON-RPC envelope, the content list, the field names.
+LINE_OVERHEAD = 512
+
+
+def answer_size(text: str, image_bytes: int = 0) -> int:
+    """How many bytes the line of an answer whose value's JSON is ``text`` takes: the text
+    twice (escaped in the text block, and as the structuredContent), the image's base64 and
+    the envelope. Counted for a text that could come near ANSWER_LIMIT (exact for a strict
+    text, whose strings hold no raw control characters); a shorter one's is a lower bound
+    that is known to fit."""
+    image = 4 * ((image_bytes + 2) // 3)
+    if 9 * len(text) + image + LINE_OVERHEAD <= ANSWER_LIMIT:  # at most 4 bytes a character, twice, plus escapes
+        return 2 * len(text) + image + LINE_OVERHEAD
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    return 2 * size + text.count('"') + text.count("\\") + 2 + image + LINE_OVERHEAD
 
 
 def json_id(ident: Any) -> str:
@@ -77,5 +96,5 @@ def cut_deep(value: Any, limit: int) -> Any:
     return value
 
 
-__all__ = ["STRUCTURED_DEPTH", "STRUCTURED_LIMIT", "TOO_DEEP", "cut_deep", "dumps", "dumps_strict", "json_id",
+__all__ = ["ANSWER_LIMIT", "STRUCTURED_DEPTH", "answer_size", "STRUCTURED_LIMIT", "TOO_DEEP", "cut_deep", "dumps", "dumps_strict", "json_id",
            "nests_within", "quoted", "structured_content"]

@@ -195,7 +195,7 @@ class FastPath:
                 try:
                     polling.check_cancelled()
                     holder: list[Any] = [self.server.dispatch(name, arguments, self._progress(progress_token))]
-                    line = call_result_chunks(ident, holder)  # the value is let go once it is text
+                    line = call_result_chunks(ident, holder, (name, arguments))  # the value is let go once it is text
                 except polling.Cancelled:
                     if not token.cancelled:  # not ours to swallow: report it as what it is
                         line = call_result_chunks(ident, [error_result(RuntimeError("the call was cancelled"))])

@@ -167,7 +167,7 @@ def _work(app: BridgeServer, call: Call, running: Running) -> list[bytes] | None
             holder = [error_result(exc)]
     if running.why:
         return None
-    chunks = call_result_chunks(call.ident, holder)  # the value is let go once it is text
+    chunks = call_result_chunks(call.ident, holder, (call.name, call.arguments))  # the value is let go once it is text
     chunks[-1] = chunks[-1].rstrip(b"\n")
     return chunks
 

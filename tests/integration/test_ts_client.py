@@ -15,6 +15,7 @@ import pytest
 
 from http_helpers import HttpServer
 from launch_helpers import ProcessGuard, declaration
+from peers.fakegame import FakeGame
 from ts_helpers import answer_of, run_client, text_of
 
 pytestmark = pytest.mark.timeout(300)
@@ -107,3 +108,26 @@ def test_every_tool_and_its_errors_over_http(flavor: str, tmp_path: Path, guard:
         check_report(report)
     finally:
         assert server.stop() in (0, 128 + 15, -15)
+
+
+@pytest.mark.parametrize("flavor", ["sdk", "client"])
+def test_a_big_state_keeps_the_connection_over_stdio(flavor: str, tmp_path: Path, guard: ProcessGuard) -> None:
+    """A 12 MB /state once closed the TypeScript client's stdio connection (a message over
+    10 MiB): now it is refused with the parts to read, each of which arrives."""
+    with FakeGame() as game:
+        game.game["entities"] = [{"id": i, "kind": "crate", "x": i * 1.5, "tags": ["solid", "wood"]}
+                                 for i in range(200_000)]
+        steps = [{"tool": "call_tool", "arguments": {"name": "get_state"}},
+                 {"tool": "call_tool", "arguments": {"name": "get_state", "arguments": {
+                     "path": "game.entities", "offset": 199_000, "limit": 5000}}},
+                 {"tool": "call_tool", "arguments": {"name": "get_state", "arguments": {"summary": True}}}]
+        report = run_client(flavor, stdio(guard, tmp_path, "--port", str(game.port), "--no-scan", "--timeout", "30000"),
+                            steps)
+    refused = report["steps"][0]
+    assert refused["ok"] and refused["result"]["isError"], refused
+    words = text_of(refused)
+    assert words.startswith("BridgeUsageError: The answer is ") and 'get_state {path: "game.entities", offset: 0' in words
+    page = answer_of(report["steps"][1])
+    assert page["total"] == 200_000 and len(page["value"]) == 1000 and page["next"] is None
+    assert answer_of(report["steps"][2])["port"] == game.port
+    assert report["listedAfter"] == len(TOOLS) and report["closedEarly"] is False

@@ -108,5 +108,5 @@ try {
   }
   await client.close().catch(() => {});
 }
-process.stdout.write(JSON.stringify(report));
-process.exit(0);
+// exit once the report is out (a pipe is written asynchronously; exiting at once would cut it)
+process.stdout.write(JSON.stringify(report), () => process.exit(0));

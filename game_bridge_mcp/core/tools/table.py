@@ -21,7 +21,8 @@ BRIDGE_TOOLS: tuple[ToolDef, ...] = (
 #: game's own /state.
 CALL_TOOL = replace(calls.CALL_TOOL, output=rooted({
     "type": "object", "title": calls.CALL_TOOL_TITLE,
-    "anyOf": [calls.COMMAND_ANSWER, state.WAIT_ANSWER, clock.ADVANCE_ANSWER, state.STATE_DIGEST, state.HEALTH_ANSWER,
+    "anyOf": [calls.COMMAND_ANSWER, state.WAIT_ANSWER, clock.ADVANCE_ANSWER, state.STATE_DIGEST, state.STATE_PART,
+              state.HEALTH_ANSWER,
               events.EVENTS_ANSWER, screenshots.SCREENSHOT_ANSWER, instances.CLOSE_ANSWER, calls.COMPOSITE_ANSWER,
               state.WHOLE_STATE]}))
 
