@@ -18,7 +18,7 @@ from launch_helpers import ProcessGuard, declaration
 from peers.fakegame import FakeGame
 from ts_helpers import answer_of, run_client, text_of
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"launch_instance", "list_instances", "stop_instance", "instance_log", "list_toolsets", "describe_toolset",

@@ -38,6 +38,7 @@ def line_of(value: Any, tool: str = "get_state", arguments: dict[str, Any] | Non
 
 # ------------------------------------------------------------------ the size of a line
 
+@pytest.mark.slow
 def test_answer_size_is_the_lines_size() -> None:
     for value in ({"a": "x" * 1_500_000}, {"a": ["é\"\\\n" * 10] * 15_000}, {"frame": 1}):
         text_ = dumps(value)
@@ -47,6 +48,7 @@ def test_answer_size_is_the_lines_size() -> None:
             assert answer_size(text_) - len(line) < 600, (answer_size(text_), len(line))
 
 
+@pytest.mark.slow
 def test_a_state_too_large_is_refused_with_the_parts_to_read() -> None:
     line = line_of(dict(STATE))
     assert len(line) < ANSWER_LIMIT
@@ -69,6 +71,7 @@ def calls_in(parts: list[str]) -> list[tuple[str, int | None, int | None]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_part_named_fits_and_the_pages_cover_the_whole() -> None:
     error = too_large(STATE, 10 ** 8, "call_tool", {"name": "get_state"})
     assert isinstance(error, AnswerTooLarge) and error.name == "BridgeUsageError"
@@ -134,6 +137,7 @@ def test_state_parts() -> None:
         state_part(doc, "a.b.9", None, None)
 
 
+@pytest.mark.slow
 def test_get_state_reads_a_large_state_in_parts_through_the_mcp_client() -> None:
     with FakeGame() as game:
         game.game["entities"] = entities(40_000)
