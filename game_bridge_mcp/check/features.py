@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..contract import (DESCRIPTION_CHARS, DIGEST_KEEPS, FEATURES, INPUT_ARGS, MAX_HOLD_MS, RESULTS_KEPT,
-                        UI_TEXT_CHARS)
+from ..contract import (AFTER_FEATURE, DESCRIPTION_CHARS, DIGEST_KEEPS, FEATURES, INPUT_ARGS, MAX_HOLD_MS, RESULTS,
+                        RESULTS_KEPT, UI_TEXT_CHARS)
 from .base import FAIL, PASS, SKIP, WARN, CheckSession, is_int, show_value
 
 KNOWN_FEATURES = FEATURES
@@ -53,7 +53,7 @@ class FeatureChecks(CheckSession):
 
     # ------------------------------------------------------------------ results
     def check_results(self) -> None:
-        harmless = self._needs_harmless("results")
+        harmless = self._needs_harmless(RESULTS)
         if harmless is None:
             return
         cmd, args = harmless
@@ -117,7 +117,7 @@ class FeatureChecks(CheckSession):
         return doc, problem, (time.monotonic() - started) * 1000
 
     def check_after(self) -> None:
-        harmless = self._needs_harmless("after")
+        harmless = self._needs_harmless(AFTER_FEATURE)
         if harmless is None:
             return
         baseline, problem, plain_ms = self._timed("/state", self.timeout_s)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import polling
-from ..contract import ENV_START_PAUSED, MAX_STEP_FRAMES
+from ..contract import CLOCK, ENV_START_PAUSED, MAX_STEP_FRAMES, VIEW_FEATURE
 from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed, CommandTimeout,
                       GameOffline, GamePaused, NotAGameSurface)
 from ..jsonio import as_int
@@ -127,7 +127,7 @@ class Advance:
         """Check the game has a clock, pause it when it runs; the state to start from."""
         self.client.health()
         features = self.client.features or frozenset()
-        if "clock" not in features:
+        if CLOCK not in features:
             shown = ", ".join(sorted(features)) or "none"
             raise BridgeUsageError(
                 f"The game on port {self.port} has no clock: its /health features ({shown}) do not include "
@@ -234,7 +234,7 @@ class Advance:
         """A digest without the ``game.<key>`` the condition reads (it is not a scalar now,
         or not there): the whole state instead, and the whole state from then on."""
         c = self.condition
-        if (self.digest and c is not None and c.digest_answers is None and self.client.uses("view")
+        if (self.digest and c is not None and c.digest_answers is None and self.client.uses(VIEW_FEATURE)
                 and not get_path(state, c.path or "")[0]):
             self.digest = False
             return self.client.state()
@@ -295,7 +295,7 @@ def confirm_paused_launch(client: GameClient, stop: Callable[[], Any], *, timeou
     try:
         client.health()
         features = client.features or frozenset()
-        if "clock" not in features:
+        if CLOCK not in features:
             stop_quietly()
             shown = ", ".join(sorted(features)) or "none"
             raise BridgeUsageError(

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..contract import EVENTS_FEATURE
 from ..wire.client import GameClient
 from ..wire.events import seq_of
 from .digest import bounded, event_text, summarise
@@ -172,7 +173,7 @@ def answer_events(shown: Shown, client: GameClient, state: Mapping[str, Any]) ->
     """The events of ``state`` that are new since the bridge's last answer for this port
     (the cursor moves past them), as answer fields."""
     cursor = shown.events(client.generation)
-    return answer_fields(cursor.take(state.get("events"), advertised=client.has_feature("events")))
+    return answer_fields(cursor.take(state.get("events"), advertised=client.has_feature(EVENTS_FEATURE)))
 
 
 def answer_digest(shown: Shown, client: GameClient, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,7 +196,7 @@ def get_events(shown: Shown, client: GameClient, state: Callable[[], Mapping[str
     start = since if since is not None else (cursor or 0)
     count = DEFAULT_LIMIT if limit is None else limit
     notes: list[str] = []
-    if "events" in client.learn_features():
+    if EVENTS_FEATURE in client.learn_features():
         page = client.events_page(start, count)
         events: list[Any] = list(page.events)
         nxt, dropped = page.next, page.dropped

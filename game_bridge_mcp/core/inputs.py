@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..contract import INPUT
 from ..errors import BridgeUsageError
 from ..jsonio import as_int
 from .outcome import command_outcome
@@ -128,7 +129,7 @@ def run(stepper: Stepper, frames: int, plan: list[tuple[int, str, dict[str, Any]
     client = stepper.client
     state = stepper.start()
     features = client.features or frozenset()
-    if "input" not in features:
+    if INPUT not in features:
         shown = ", ".join(sorted(features)) or "none"
         raise BridgeUsageError(f"The game on port {client.port} does not take input: its /health features "
                                f"({shown}) do not include 'input', so advance cannot deliver inputs.",

@@ -16,6 +16,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import SCREENSHOT_FEATURE
 from ..errors import BridgeUsageError
 from ..paths import SCREENSHOT_KEEP, KeepRule, prune_files, screenshot_dir
 from ..wire.client import GameClient
@@ -134,14 +135,14 @@ class Screenshots:
         width_limit, height_limit = check_side("maxWidth", max_width), check_side("maxHeight", max_height)
         port = client.port
         client.health()  # also notices a restart (a new generation) before comparing images
-        if not client.has_feature("screenshot"):  # the features that /health just advertised
+        if not client.has_feature(SCREENSHOT_FEATURE):  # the features that /health just advertised
             raise BridgeUsageError(
                 f"The game on port {port} does not serve screenshots: its /health lists no 'screenshot' "
                 "feature, so the bridge does not ask for one. To add it, serve GET /screenshot?maxWidth=&maxHeight= "
                 "(an image/png or image/jpeg of the frame drawn after the request, scaled to fit, with an "
                 "X-Game-Frame header) and list \"screenshot\" in /health features; with the Python kit, "
                 "register a capture: GameBridge(..., screenshot=capture). Meanwhile get_state {summary: true} "
-                "shows the state, and ui.text if the game draws one.", port=port, feature="screenshot")
+                "shows the state, and ui.text if the game draws one.", port=port, feature=SCREENSHOT_FEATURE)
         shot = client.screenshot(width_limit, height_limit, max_bytes=self.max_bytes)
         body, info = shot.body, shot.info
         notes: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import polling
 from ..config import port_number
-from ..contract import CMD, FRAME_HEADER, WINDOW_HEADER
+from ..contract import CMD, FRAME_HEADER, VIEW_FEATURE, WINDOW_HEADER
 from ..jsonio import decode_json, decode_json_taking
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSurface,
@@ -274,7 +274,7 @@ class GameClient:
         is asked for ``view=digest`` (docs/contract.md); others answer the whole state."""
         if digest and self.known.features is None:
             self.learn_features(timeout_ms=timeout_ms)  # once per generation: may it be asked?
-        view = digest and self.uses("view")
+        view = digest and self.uses(VIEW_FEATURE)
         return self._state("/state?view=digest" if view else "/state", timeout_s=self._timeout_s(timeout_ms),
                            max_bytes=max_bytes, view=view)
 

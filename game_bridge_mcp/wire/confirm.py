@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ..contract import CONFIRMED_BY_FRAMES
+from ..contract import AFTER_FEATURE, CLOCK, CONFIRMED_BY_FRAMES
 from ..errors import CommandTimeout, GameOffline
 from .frames import FrameClock
 from .held import Held
@@ -38,7 +38,7 @@ class Confirmer:
             # the completedCommandId the game reports before it is known too.
             requests.health(timeout_ms=total_ms)
         generation, before = known.generation, known.completed_id
-        may_wait = pending_ok and known.paused is True and "clock" in (known.features or ())
+        may_wait = pending_ok and known.paused is True and CLOCK in (known.features or ())
         answer = requests.command(cmd, args, timeout_ms=remaining_ms(deadline, self._clock))
         command_id = counter(answer.get("commandId"))
         queued_frame = counter(answer.get("frame"))
@@ -73,7 +73,7 @@ class Confirmer:
                 if self._clock() < job.deadline:
                     raise
                 raise CommandTimeout(known.port, job.cmd, job.total_ms, commandId=job.command_id) from None
-        if job.command_id is not None and known.uses("after"):
+        if job.command_id is not None and known.uses(AFTER_FEATURE):
             held = self.held.confirm(job)
             if held is not None:
                 return held  # else the game broke the rule: confirm as for a game without it

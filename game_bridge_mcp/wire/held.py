@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..contract import MAX_HOLD_MS, PENDING
+from ..contract import AFTER_FEATURE, MAX_HOLD_MS, PENDING, VIEW_FEATURE
 from ..errors import CommandTimeout, GameOffline
 from .known import Known, counter
 from .strategy import Job, Requests, verdict
@@ -44,7 +44,7 @@ class Held:
             remaining_s = job.deadline - clock()
             if remaining_s <= 0:
                 raise CommandTimeout(known.port, job.cmd, job.total_ms, commandId=command_id)
-            view = job.digest and known.uses("view")
+            view = job.digest and known.uses(VIEW_FEATURE)
             cost = known.digest_cost_s if view else known.state_cost_s
             reserve_s = min(remaining_s / 4, HELD_RESERVE_S + 2 * cost)
             wait_ms = max(0, min(PENDING_HOLD_MS if job.pending else MAX_WAIT_MS, int((remaining_s - reserve_s) * 1000)))
@@ -59,7 +59,7 @@ class Held:
             outcome = verdict(job, job.queued_frame, state, known)
             completed = counter(state.get("completedCommandId"))
             if completed is None:
-                known.broken("view" if view else "after", "its /state answered without completedCommandId")
+                known.broken(VIEW_FEATURE if view else AFTER_FEATURE, "its /state answered without completedCommandId")
                 return None
             if outcome is not None and outcome["confirmation"] == PENDING:
                 return outcome
@@ -67,10 +67,10 @@ class Held:
                 if wait_ms >= HANG_CHECK_MS and held_s >= wait_ms / 1000 * 0.98:
                     # The command may have been done long before: a game that holds for all
                     # of waitMs would cost every call its whole deadline.
-                    known.broken("after", f"held /state for all of waitMs ({wait_ms} ms) although the command was done")
+                    known.broken(AFTER_FEATURE, f"held /state for all of waitMs ({wait_ms} ms) although the command was done")
                 return outcome
             if held_s < wait_ms / 1000 - max(EARLY_TOLERANCE_S, 0.05 * wait_ms / 1000):
-                known.broken("after", f"answered /state?after={command_id} after {held_s * 1000:.0f} ms of "
+                known.broken(AFTER_FEATURE, f"answered /state?after={command_id} after {held_s * 1000:.0f} ms of "
                              f"waitMs={wait_ms} with completedCommandId {completed}")
                 return None
 

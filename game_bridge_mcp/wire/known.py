@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..contract import VIEW_FEATURE
 from ..jsonio import as_int
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Known:
 
     def poll_cost(self, digest: bool = False) -> float:
         """What the last ``/state`` of the kind ``state(digest=digest)`` asks cost (seconds)."""
-        return self.digest_cost_s if digest and self.uses("view") else self.state_cost_s
+        return self.digest_cost_s if digest and self.uses(VIEW_FEATURE) else self.state_cost_s
 
 
 __all__ = ["Known", "counter"]

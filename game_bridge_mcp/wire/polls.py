@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from ..contract import CONFIRMED_BY_ID
+from ..contract import CONFIRMED_BY_ID, VIEW_FEATURE
 from ..errors import CommandTimeout, GameOffline
 from ..polling import Naps
 from .frames import FrameClock
@@ -169,9 +169,9 @@ class Polling:
             self.requests.health(timeout_ms=remaining_ms(job.deadline, self.clock))  # learn which way to poll, once
         state = self.poll_for(job.command_id).look(self, job, base_frame, state_frame, cheap)
         known = self.known
-        if (state is not None and job.digest and job.command_id is not None and known.uses("view")
+        if (state is not None and job.digest and job.command_id is not None and known.uses(VIEW_FEATURE)
                 and known.health_has_completed_id and counter(state.get("completedCommandId")) is None):
-            known.broken("view", "its view=digest answer left out completedCommandId")
+            known.broken(VIEW_FEATURE, "its view=digest answer left out completedCommandId")
             state = self.requests.state(timeout_ms=remaining_ms(job.deadline, self.clock))
         return state
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ...contract import CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING
+from ...contract import CLOCK, CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING, VIEW_FEATURE
 from ...errors import CommandFailed, GamePaused
 from ...jsonio import as_int
 from ...wire.client import GameClient
@@ -38,7 +38,7 @@ def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | N
         with inst.command_lock:
             if may_wait and len(inst.pending):
                 inst.pending.check_room(port, inst.client.completed_id, inst.client.generation)
-            if may_wait and inst.client.paused is None and "clock" in inst.client.learn_features():
+            if may_wait and inst.client.paused is None and CLOCK in inst.client.learn_features():
                 inst.client.state(digest=True)  # once: whether its clock is stopped (each answer says after)
             if until is not None and until.condition.needs_baseline:
                 baseline = whole_if_needed(inst.client, until, inst.client.state(digest=until_digest))
@@ -146,7 +146,7 @@ def whole_if_needed(client: GameClient, until: Until, state: dict[str, Any]) -> 
     """A digest that lacks the ``game.<key>`` ``until`` reads (not a scalar now, or not
     there): the whole state instead, so the condition is judged on what the game has."""
     condition = until.condition
-    if condition.digest_answers is None and client.uses("view") and not get_path(state, condition.path or "")[0]:
+    if condition.digest_answers is None and client.uses(VIEW_FEATURE) and not get_path(state, condition.path or "")[0]:
         return client.state()
     return state
 
@@ -163,7 +163,7 @@ def condition_polls(host: Host, port: int, condition: Condition, *, whole: bool 
     def fetch(remaining_ms: int | None) -> dict[str, Any]:
         nonlocal keeps
         state = client.state(timeout_ms=remaining_ms, digest=keeps is not False)
-        if keeps is None and client.uses("view") and not get_path(state, condition.path or "")[0]:
+        if keeps is None and client.uses(VIEW_FEATURE) and not get_path(state, condition.path or "")[0]:
             keeps = False  # not a scalar now, or not there: look at the whole state
             state = client.state(timeout_ms=remaining_ms)
         return state

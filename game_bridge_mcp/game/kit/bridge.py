@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
 from ...contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE, PROTOCOL, RESULTS, SCREENSHOT,
-                        VIEW_FEATURE)
+                         SCREENSHOT_FEATURE, VIEW_FEATURE)
 from . import loop as _loop
 from .args import Arg, spec_from_function
 from .clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
@@ -92,7 +92,7 @@ class GameBridge:
         self._clock = Clock(bool(clock), start_paused(paused_env))
         self._sim_frame: int | None = None
         self._kit_keys = frozenset(KIT_STATE_KEYS + (("paused",) if clock else ()))
-        self._features = list(BASE_FEATURES) + (["clock"] if clock else [])
+        self._features = list(BASE_FEATURES) + ([CLOCK] if clock else [])
         self._table = CommandTable(toolsets)
         self._outcomes = Outcomes()
         self._queue = CommandQueue(self._table, self._outcomes, self.lock, self._run_on_close,
@@ -163,7 +163,7 @@ class GameBridge:
         def register(target: Capture) -> Capture:
             self._screenshots = Screenshots(target, window=window, wait_s=wait_s, on_request=self._wake_if_paused)
             self._routes[SCREENSHOT] = self._screenshots.answer
-            self.advertise("screenshot")
+            self.advertise(SCREENSHOT_FEATURE)
             return target
 
         return register(capture) if capture is not None else register

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable, Protocol
 
 from .args import Arg, CommandSpec, spec_from_function
 from .outcomes import Pending
-from ...contract import CLOCK_COMMANDS, ENV_START_PAUSED, MAX_STEP_FRAMES
+from ...contract import CLOCK, CLOCK_COMMANDS, ENV_START_PAUSED, MAX_STEP_FRAMES
 
 #: Environment variable that starts a game with the clock paused.
 START_PAUSED_ENV = ENV_START_PAUSED
@@ -99,4 +99,4 @@ def clock_commands(bridge: Pausable, clock: Clock) -> list[CommandSpec]:
         pending.complete_after_sim_frames(frames, lambda: {"simFrame": clock.sim_frame, "frames": frames})
         return pending
 
-    return [spec_from_function(command, toolset="clock") for command in (pause, resume, step)]
+    return [spec_from_function(command, toolset=CLOCK) for command in (pause, resume, step)]

@@ -9,6 +9,7 @@ descriptions from the words a wrapper gives, so they are evaluated where the com
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Protocol
 
+from ...contract import INPUT
 from ..kit.args import Arg
 from ..kit.outcomes import Pending
 
@@ -17,7 +18,7 @@ MAX_TEXT = 1000
 #: Most frames a ``press`` may hold a key.
 MAX_PRESS_FRAMES = 10000
 #: What the input toolset is, in ``/tools``.
-TOOLSET = "input"
+TOOLSET = INPUT
 
 
 class Devices(Protocol):
