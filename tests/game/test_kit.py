@@ -153,7 +153,7 @@ def test_manifest_is_read_cleanly_by_the_bridge_normaliser() -> None:
 @pytest.mark.parametrize("define, error", [
     ("def f(port: int): pass", ValueError),
     ("def f(cmd: str): pass", ValueError),
-    ("def f(x: list): pass", TypeError),
+    ("def f(x: set): pass", TypeError),
     ("def f(x, /): pass", TypeError),
     ("def close(): pass", ValueError),
 ])

@@ -141,3 +141,58 @@ def test_declarations_that_cannot_be_served_are_refused_at_registration(func: An
 def test_args_must_name_parameters() -> None:
     with pytest.raises(ValueError, match="not one of its parameters"):
         GameBridge(register=False).command(lambda x: None, name="f", args={"y": "why"})
+
+
+def json_args() -> GameBridge:
+    bridge = GameBridge("JSON Test", "1", register=False)
+
+    @bridge.command
+    def push(force: Annotated[list, "Newtons per axis.", Arg(schema={"items": {"type": "number"}, "minItems": 2,
+                                                                      "maxItems": 2})],
+             where: Annotated[dict, Arg(schema={"properties": {"room": {"type": "string"}}})] = None  # type: ignore[assignment]
+             ) -> dict[str, Any]:
+        """Push something."""
+        return {"force": force, "where": where}
+
+    return bridge
+
+
+def test_list_and_dict_arguments_are_json_values_with_the_schema_the_command_gives() -> None:
+    import urllib.parse
+
+    from game_bridge_mcp.wire.client import _format_arg
+
+    bridge = json_args()
+    schema = tools(bridge)["push"]["inputSchema"]
+    assert schema["properties"]["force"] == {"type": "array", "description": "Newtons per axis.",
+                                             "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    assert schema["properties"]["where"] == {"type": "object", "properties": {"room": {"type": "string"}}}
+    assert schema["required"] == ["force"]
+    manifest = normalise_manifest(bridge.manifest())
+    assert not manifest.dropped and not manifest.problems
+    with looping(bridge) as port:
+        # what the bridge's client puts on the wire for an array and an object
+        query = "cmd=push&force=" + urllib.parse.quote_plus(_format_arg([1.5, -2])) + \
+                "&where=" + urllib.parse.quote_plus(_format_arg({"room": "hall"}))
+        assert outcome(settled(port, query), 1)["result"] == {"force": [1.5, -2], "where": {"room": "hall"}}
+        for bad, fragment in (("force=3", "must be an array (JSON)"), ("force=%5B1%2C", "must be a JSON array"),
+                              ("force=%5B1%5D&where=%5B%5D", "argument 'where' of 'push' must be an object"),
+                              ("force=%5BNaN%5D", "must be a JSON array")):
+            status, body = fetch(port, "/command?cmd=push&" + bad)
+            assert status == 400 and fragment in body["error"], (bad, body)
+
+
+def wide_choice(x: Annotated[str, Arg(choices=[f"c{i}" for i in range(257)])]) -> None: ...
+def json_choice(x: Annotated[list, Arg(choices=[1])]) -> None: ...
+def json_type_in_schema(x: Annotated[list, Arg(schema={"type": "string"})]) -> None: ...
+
+
+@pytest.mark.parametrize("func, error, fragment", [
+    (wide_choice, ValueError, "give 1 to 256 choices, not 257"),
+    (json_choice, TypeError, "only strings, numbers and booleans take choices"),
+    (json_type_in_schema, ValueError, "may not set type"),
+])
+def test_json_arguments_and_choices_that_cannot_be_served(func: Any, error: type, fragment: str) -> None:
+    with pytest.raises(error, match=fragment):
+        GameBridge(register=False).command(func)
+    GameBridge(register=False).command(lambda x: x, name="many", args={"x": Arg(choices=[f"c{i}" for i in range(256)])})

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 import typing
@@ -12,8 +13,19 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
-#: Python type -> JSON Schema type name used in the manifest.
-TYPE_NAMES: dict[type, str] = {int: "integer", float: "number", bool: "boolean", str: "string"}
+from ...jsonio import decode_json
+
+#: Python type -> JSON Schema type name used in the manifest. ``list`` and ``dict`` arguments
+#: arrive as JSON text (the bridge sends an array or object argument so) and are given to
+#: the command decoded; their shape is the command's ``Arg(schema=...)`` and its own check.
+TYPE_NAMES: dict[type, str] = {int: "integer", float: "number", bool: "boolean", str: "string",
+                               list: "array", dict: "object"}
+#: The types whose values are JSON text on the wire.
+JSON_KINDS = (list, dict)
+#: Most choices (``enum``) one argument may have (the bridge reads as many).
+MAX_CHOICES = 256
+#: Longest JSON text one ``list`` or ``dict`` argument may be.
+MAX_JSON_ARG = 64 * 1024
 #: Argument names the contract reserves (``cmd`` is the command on the wire, ``port``
 #: selects the instance on every bridge call).
 RESERVED_ARG_NAMES = frozenset({"cmd", "port"})
@@ -38,13 +50,16 @@ class ArgumentError(ValueError):
 class Arg:
     """What an argument is and which values it takes, declared with the command:
     ``x: Annotated[float, Arg("World x", minimum=-3, maximum=3)]``, or in the command's
-    ``args={"x": Arg(...)}``. ``choices`` is published as JSON Schema ``enum``. A field
-    left None says nothing."""
+    ``args={"x": Arg(...)}``. ``choices`` is published as JSON Schema ``enum``; ``schema``,
+    more JSON Schema keywords for the argument's property (``items``, ``properties``,
+    ``minItems``, ``maxLength``: what a ``list``, ``dict`` or ``str`` argument holds), is
+    published as given and checked by the command itself. A field left None says nothing."""
 
     description: str | None = None
     minimum: float | None = None
     maximum: float | None = None
     choices: Sequence[Any] | None = None
+    schema: Mapping[str, Any] | None = None
 
 
 def Range(minimum: float | None = None, maximum: float | None = None) -> Arg:  # noqa: N802 - reads as a type
@@ -57,7 +72,8 @@ def _merge(first: Arg, second: Arg) -> Arg:
     return Arg(description=second.description if second.description is not None else first.description,
                minimum=second.minimum if second.minimum is not None else first.minimum,
                maximum=second.maximum if second.maximum is not None else first.maximum,
-               choices=second.choices if second.choices is not None else first.choices)
+               choices=second.choices if second.choices is not None else first.choices,
+               schema=second.schema if second.schema is not None else first.schema)
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,8 @@ class ArgSpec:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[Any, ...] | None = None
+    #: More JSON Schema keywords for its property (``Arg.schema``), published as given.
+    schema_extra: Mapping[str, Any] | None = None
 
     @property
     def required(self) -> bool:
@@ -85,7 +103,7 @@ class ArgSpec:
         return entry
 
     def _keywords(self) -> dict[str, Any]:
-        keywords: dict[str, Any] = {}
+        keywords: dict[str, Any] = dict(self.schema_extra or {})
         if self.choices is not None:
             keywords["enum"] = list(self.choices)
         if self.minimum is not None:
@@ -107,6 +125,8 @@ class ArgSpec:
     def check(self, value: Any, command: str) -> Any:
         """``value`` if it is within the declared choices and bounds, else ArgumentError."""
         where = f"argument {self.name!r} of {command!r}"
+        if self.kind in JSON_KINDS:
+            return value  # its shape is the command's to check
         if self.choices is not None and value not in self.choices:
             shown = ", ".join(_show_default(choice) for choice in self.choices)
             raise ArgumentError(f"{where} must be one of {shown} (got {_show_default(value)})")
@@ -263,14 +283,26 @@ def _constrained(spec: ArgSpec, declared: Arg, command: str) -> ArgSpec:
     values: tuple[Any, ...] | None = None
     if choices is not None:
         values = tuple(choices)
-        if not values or len(values) > 100:
-            raise ValueError(f"{where}: give 1 to 100 choices, not {len(values)}")
+        if spec.kind in JSON_KINDS:
+            raise TypeError(f"{where} is an {TYPE_NAMES[spec.kind]}; only strings, numbers and booleans take choices")
+        if not values or len(values) > MAX_CHOICES:
+            raise ValueError(f"{where}: give 1 to {MAX_CHOICES} choices, not {len(values)}")
         for value in values:
             fits = (type(value) is spec.kind or
                     (spec.kind is float and type(value) is int))
             if not fits:
                 raise TypeError(f"{where}: choice {value!r} is not of its type, {TYPE_NAMES[spec.kind]}")
-    checked = replace(spec, minimum=low, maximum=high, choices=values)
+    extra = None
+    if declared.schema is not None:
+        extra = dict(declared.schema)
+        reserved = sorted(set(extra) & {"type", "description", "default", "enum", "minimum", "maximum"})
+        if reserved:
+            raise ValueError(f"{where}: Arg(schema=...) may not set {', '.join(reserved)} (the kit writes those)")
+        try:
+            json.dumps(extra, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{where}: Arg(schema=...) is not plain JSON ({exc})") from None
+    checked = replace(spec, minimum=low, maximum=high, choices=values, schema_extra=extra)
     if not checked.required and checked.default is not None:
         try:
             checked.check(checked.default, command)
@@ -331,7 +363,8 @@ def spec_from_function(func: Callable[..., Any], *, name: str | None = None,
             annotation = type(default) if type(default) in TYPE_NAMES else str
         if annotation not in TYPE_NAMES:
             raise TypeError(f"Command {command_name!r}: argument {param.name!r} has type {annotation!r}; "
-                            "the kit supports int, float, bool, str and Literal of those.")
+                            "the kit supports int, float, bool, str, Literal of those, and list and dict "
+                            "(JSON values).")
         spec = ArgSpec(param.name, annotation, declared.description or "", default)
         specs.append(_constrained(spec, declared, command_name))
     text = description if description is not None else summary
@@ -346,6 +379,8 @@ def convert_value(arg: ArgSpec, text: str, command: str) -> Any:
     value = text.strip()
     if kind is str:
         return text
+    if kind in JSON_KINDS:
+        return _json_value(arg, text, where)
     if kind is bool:
         lowered = value.lower()
         if lowered in _TRUE:
@@ -369,6 +404,21 @@ def convert_value(arg: ArgSpec, text: str, command: str) -> Any:
     if not math.isfinite(number):
         raise ArgumentError(f"{where} must be a finite number, got {text!r}")
     return number
+
+
+def _json_value(arg: ArgSpec, text: str, where: str) -> Any:
+    """A ``list`` or ``dict`` argument's JSON text, decoded (strict JSON, bounded)."""
+    wanted = TYPE_NAMES[arg.kind]
+    if len(text) > MAX_JSON_ARG:
+        raise ArgumentError(f"{where} is {len(text)} characters of JSON; at most {MAX_JSON_ARG} are taken")
+    try:
+        value = decode_json(text.encode("utf-8"), strict=True)
+    except (ValueError, RecursionError) as exc:
+        raise ArgumentError(f"{where} must be a JSON {wanted}, got {text[:60]!r} ({str(exc)[:100]})") from None
+    if type(value) is not arg.kind:
+        article = "an" if wanted[0] in "aeiou" else "a"
+        raise ArgumentError(f"{where} must be {article} {wanted} (JSON), got {text[:60]!r}")
+    return value
 
 
 def convert_query(spec: CommandSpec, query: Mapping[str, list[str]]) -> dict[str, Any]:
