@@ -95,7 +95,7 @@ def micro(fn: Mode, repeat: int = 2000) -> float:
 def pieces(inproc: InProcess, port: int) -> dict[str, float]:
     """The in-process pieces of a call, each on its own (microseconds)."""
     from game_bridge_mcp.core.digest import summarise
-    from game_bridge_mcp.mcp_server.adapter import call_result_line
+    from game_bridge_mcp.mcp_server.results import call_result_line
 
     result = inproc.call(port)
     state = inproc.bridge.client(port).state()

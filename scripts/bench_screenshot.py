@@ -198,7 +198,7 @@ def bench_bridge(quick: bool) -> dict[str, Any]:
     from game_bridge_mcp.config import Config
     from game_bridge_mcp.core.bridge import Bridge
     from game_bridge_mcp.core.screenshot import IMAGE_KEY
-    from game_bridge_mcp.mcp_server.adapter import result_of
+    from game_bridge_mcp.mcp_server.results import result_of
     from game_bridge_mcp.wire.images import inspect_image
 
     reps = 3 if quick else 40

@@ -1,5 +1,6 @@
 """The MCP adapter: the SDK's low-level server around one Bridge, on both SDK majors, every tool
-call run on a worker thread. With ``stdio.py``, the only code that imports the SDK."""
+call run on a worker thread (its results made by ``results.py``). The SDK is imported only in
+this package (``mcp_server/``)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ from __future__ import annotations
 # stubs: the two error codes below are the price of one adapter for both majors.
 # mypy: disable-error-code="call-arg,attr-defined"
 
-import base64
 import functools
 import gc
 import inspect
-import json
 import logging
 import time
 import warnings
-from collections.abc import Mapping
 from typing import Any, Callable
 
 # Importing the SDK builds a few hundred thousand objects (pydantic models and schemas);
@@ -37,7 +35,6 @@ finally:
 from .. import polling
 from .._version import __version__
 from ..core.bridge import Bridge
-from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..errors import BridgeError
 from ..core.tools.instances import eager_targets
 from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPUT, INSTRUCTIONS, TOOL_NAMES, TOOLS,
@@ -45,13 +42,27 @@ from ..core.tools.table import (BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, FLAT_TOOL_OUTPU
 from ..core.tools.shapes import admitting_errors
 from ..core.tools.unit import ToolDef
 from . import logs
-from ..core.tools.state import too_large
-from .encoding import (ANSWER_LIMIT, STRUCTURED_DEPTH, STRUCTURED_LIMIT, TOO_DEEP, answer_size, dumps, dumps_strict,
-                       json_id, nests_within, quoted, structured_content)
+from .results import error_result, result_of
 
 log = logging.getLogger("game_bridge_mcp")
 
 _SDK2 = "on_call_tool" in inspect.signature(Server.__init__).parameters
+
+
+def _protocol_versions() -> tuple[frozenset[str], frozenset[str]]:
+    """The protocol versions the installed SDK serves: those of the ``initialize`` handshake
+    (sessions), and the sessionless ones (2026-07-28 on: each request carries its own)."""
+    try:
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+    except ImportError:  # 1.x: handshake versions only
+        from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+        return frozenset(SUPPORTED_PROTOCOL_VERSIONS), frozenset()
+    return frozenset(HANDSHAKE_PROTOCOL_VERSIONS), frozenset(MODERN_PROTOCOL_VERSIONS)
+
+
+HANDSHAKE_VERSIONS, SESSIONLESS_VERSIONS = _protocol_versions()
+#: Every protocol version this server answers (through the installed SDK).
+PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS | SESSIONLESS_VERSIONS
 #: The error code the installed SDK answers a cancelled request's POST with over HTTP
 #: (2.x: REQUEST_CANCELLED; 1.x: 0), so the HTTP fast path answers as it does.
 CANCELLED_CODE = -32800 if _SDK2 else 0
@@ -77,121 +88,6 @@ def _tool(defn: ToolDef) -> types.Tool:
     return types.Tool(name=defn.name, title=defn.title, description=defn.description,
                       inputSchema=defn.input_schema, outputSchema=_OUTPUT[defn.name],
                       annotations=types.ToolAnnotations(**defn.annotations()))
-
-
-#: What was asked, for an answer too large to send: the tool's name and its arguments.
-Asked = tuple[str, Mapping[str, Any]]
-
-
-class _Oversized(Exception):
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-def _result_parts(value: dict[str, Any]) -> tuple[str, Any, bool, ImagePayload | None]:
-    """A result's text, the value that goes out as its structuredContent (every answer has
-    one: the tools declare an outputSchema), whether that text is strict JSON, and the
-    image it carries (get_screenshot's), which is taken out of the value. Raises
-    _Oversized when the answer's line would be over ANSWER_LIMIT."""
-    image = value.pop(IMAGE_KEY, None) if isinstance(value, dict) else None
-    text, strict = dumps_strict(value)
-    image = image if isinstance(image, ImagePayload) else None
-    size = answer_size(text, len(image.data) if image is not None else 0)
-    if size > ANSWER_LIMIT:
-        raise _Oversized(size)
-    # The SDK's serializer gives up (and takes the session down) past a few hundred levels:
-    # a deeper answer's structuredContent is cut at STRUCTURED_DEPTH (the text stays whole).
-    return text, structured_content(value, text), strict, image
-
-
-def _too_large(value: Any, size: int, asked: Asked | None) -> types.CallToolResult:
-    """The error an answer over ANSWER_LIMIT gets instead: how large, and what to read."""
-    name, arguments = asked if asked is not None else ("", {})
-    log.warning("an answer of %s was %d bytes, over the %d an answer may take: not sent", name or "a call", size,
-                ANSWER_LIMIT)
-    return error_result(too_large(value, size, name, arguments))
-
-
-def result_of(value: dict[str, Any], asked: Asked | None = None) -> types.CallToolResult:
-    """The text block and structuredContent of a result; an image it carries
-    (get_screenshot's) follows as an image block, so a client that shows no images still
-    has everything else. An answer too large to send is the error that says how to read
-    it in parts (``asked``: the call it answers)."""
-    try:
-        text, structured, _strict, image = _result_parts(value)
-    except _Oversized as over:
-        return _too_large(value, over.size, asked)
-    return result_of_parts(text, structured, image)
-
-
-def result_of_parts(text: str, structured: Any, image: ImagePayload | None) -> types.CallToolResult:
-    content: list[Any] = [types.TextContent(type="text", text=text)]
-    if image is not None:
-        content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),
-                                          mimeType=image.mime))
-    return types.CallToolResult(content=content, structuredContent=structured, isError=False)
-
-
-def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult, asked: Asked | None = None) -> bytes:
-    """The JSON-RPC line answering ``tools/call`` ``ident`` with a value (as
-    :func:`result_of` makes it) or a built result (:func:`error_result`): the fields the
-    SDK writes for them. A value is encoded once: its text IS its structuredContent."""
-    return b"".join(call_result_chunks(ident, [outcome], asked))
-
-
-def call_result_chunks(ident: Any, holder: list[dict[str, Any] | types.CallToolResult],
-                       asked: Asked | None = None) -> list[bytes]:
-    """:func:`call_result_line` in pieces, of the one outcome in ``holder`` (which it
-    empties): a large value is let go as soon as its text is made, and each copy of the
-    text as soon as the next exists, so a 10 MB answer is about two copies at its peak
-    (three while the text is encoded as the structuredContent), not six (the value, its
-    text, the escaped text, the structuredContent, the line, its bytes)."""
-    outcome = holder.pop()
-    head = ('{"jsonrpc":"2.0","id":' + json_id(ident) + ',"result":').encode("utf-8")
-    if not isinstance(outcome, dict):
-        dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
-        wire = {key: dumped[key] for key in ("content", "structuredContent", "isError") if key in dumped}
-        return [head + json.dumps(wire, ensure_ascii=False).encode("utf-8") + b"}\n"]
-    try:
-        text, structured, strict, image = _result_parts(outcome)
-    except _Oversized as over:
-        return call_result_chunks(ident, [_too_large(outcome, over.size, asked)])
-    if not strict or structured is not outcome:  # NaN in a host's value, or cut deep: as the SDK renders it
-        return call_result_chunks(ident, [result_of_parts(text, structured, image)])
-    del outcome, structured  # the text stands for the value from here on: it IS the structuredContent
-    escaped = quoted(text).encode("utf-8")
-    tail = b"}"
-    if image is not None:
-        tail += (b',{"type":"image","data":"' + base64.b64encode(image.data) + b'","mimeType":'
-                 + json.dumps(image.mime).encode("utf-8") + b"}")
-    chunks = [head, b'{"content":[{"type":"text","text":', escaped, tail, b"]", b',"structuredContent":',
-              text.encode("utf-8")]
-    del escaped, text
-    chunks.append(b',"isError":false}}\n')
-    return chunks
-
-
-def error_result(exc: BaseException) -> types.CallToolResult:
-    if isinstance(exc, BridgeError):
-        text, data = exc.render(), exc.to_dict()
-    elif isinstance(exc, RecursionError):
-        text = "NotAGameSurface: The game's answer is nested too deeply to handle; the bridge ignored it."
-        data = {"error": "NotAGameSurface"}
-    else:
-        log.error("internal error", exc_info=exc)
-        text = (f"InternalError: {type(exc).__name__}: {str(exc)[:500]}. This is a bug in game-bridge-mcp; "
-                "the server keeps serving. Details are on its stderr.")
-        data = {"error": "InternalError"}
-    if len(text) > STRUCTURED_LIMIT:  # the bridge's messages are short; one carrying a game's text is capped
-        text = text[:STRUCTURED_LIMIT] + f"... ({len(text) - STRUCTURED_LIMIT:,} more characters cut)"
-    try:
-        if len(dumps(data)) > STRUCTURED_LIMIT or not nests_within(data, STRUCTURED_DEPTH):
-            data = {"error": data.get("error")}
-    except (TypeError, ValueError, RecursionError):
-        data = {"error": data.get("error")}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structuredContent=data, isError=True)
 
 
 def _with_tools_changed(original: Callable[..., Any], notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -230,6 +126,7 @@ class BridgeServer:
                 self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
                                      on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2,
                                      on_set_logging_level=self._on_set_level_v2)
+            self.server.add_request_handler("server/discover", types.RequestParams, self._on_discover_v2)
         else:
             self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS)
             self.server.list_tools()(self._list_tools_v1)
@@ -363,7 +260,11 @@ class BridgeServer:
                 return "call_tool", flat, lambda: self.bridge.run_tool("call_tool", flat, progress=progress)
         return name, arguments, lambda: self.bridge.run_tool(name, arguments, progress=progress)
 
-    async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any) -> types.CallToolResult:
+    async def call_tool(self, name: str, arguments: Any, session: Any, progress_token: Any,
+                        request_id: Any = None) -> types.CallToolResult:
+        """Run a call in a worker thread; its progress (when the client sent a token) goes
+        on the request's own stream (``request_id``: over HTTP its response stream, the
+        only one a sessionless request has)."""
         self._session = session
         progress = None
         if progress_token is not None and session is not None:
@@ -373,7 +274,8 @@ class BridgeServer:
                 try:
                     anyio.from_thread.run(functools.partial(
                         session.send_progress_notification, progress_token, float(done),
-                        float(total) if total is not None else None, message or None), token=token)
+                        float(total) if total is not None else None, message or None,
+                        related_request_id=request_id), token=token)
                 except Exception:
                     log.debug("progress notification failed", exc_info=True)
 
@@ -434,7 +336,7 @@ class BridgeServer:
         meta = getattr(ctx, "meta", None)
         token = getattr(meta, "progressToken", None) if meta is not None else None
         self._remember_session(ctx.session)
-        return await self.call_tool(name, arguments, ctx.session, token)
+        return await self.call_tool(name, arguments, ctx.session, token, getattr(ctx, "request_id", None))
 
     async def _on_list_tools_v2(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self._remember_session(ctx.session)
@@ -448,7 +350,21 @@ class BridgeServer:
         elif meta is not None:
             token = getattr(meta, "progress_token", None) or getattr(meta, "progressToken", None)
         self._remember_session(ctx.session)
-        return await self.call_tool(params.name, params.arguments, ctx.session, token)
+        return await self.call_tool(params.name, params.arguments, ctx.session, token, ctx.request_id)
+
+    async def _on_discover_v2(self, ctx: Any, params: Any) -> Any:
+        """``server/discover``: the SDK's answer, without the ``logging`` capability where the
+        negotiated version deprecates it (2026-07-28: log lines are a per-request opt-in
+        there, and this server sends none on it)."""
+        version = getattr(ctx, "protocol_version", None)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The logging capability is deprecated")
+            capabilities = self.server.get_capabilities(
+                NotificationOptions(tools_changed=self.eager), protocol_version=version)
+        if version in SESSIONLESS_VERSIONS:
+            capabilities.logging = None
+        return types.DiscoverResult(supported_versions=sorted(SESSIONLESS_VERSIONS), capabilities=capabilities,
+                                    instructions=INSTRUCTIONS)
 
     async def _set_level_v1(self, level: Any) -> None:
         self._remember_session(getattr(self.server.request_context, "session", None))

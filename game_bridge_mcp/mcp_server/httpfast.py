@@ -14,7 +14,8 @@ import anyio
 import anyio.to_thread
 
 from .. import polling
-from .adapter import CANCELLED_CODE, BridgeServer, call_result_chunks, error_result
+from .adapter import CANCELLED_CODE, BridgeServer
+from .results import call_result_chunks, error_result
 from .fastpath import KNOWN_VERSIONS
 from .httpgate import Message, Receive, Scope, Send
 

@@ -17,12 +17,16 @@ import anyio.to_thread
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from . import httpfast
-from .adapter import MAX_CALLS, BridgeServer
+from .adapter import MAX_CALLS, PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS, BridgeServer
 from .httpgate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
+from .sessionless import Sessionless
 
 log = logging.getLogger("game_bridge_mcp")
 
 SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+#: JSON-RPC's code for a protocol version the server does not speak (2026-07-28's).
+UNSUPPORTED_VERSION_CODE = -32022
 #: Seconds a client is asked to wait when every session place is taken.
 SESSIONS_RETRY_AFTER_S = 5
 #: A session's requests in flight at once (its calls, as over stdio); past it, 503.
@@ -74,6 +78,8 @@ class SessionManager:
         self.idle_s = idle_s
         self._clock = clock
         self.sessions: dict[str, HttpSession] = {}
+        #: What sessionless requests (2026-07-28 on) share, launches included.
+        self.sessionless = Sessionless(make_app, clock)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._opening = 0
 
@@ -91,6 +97,10 @@ class SessionManager:
                     if session.busy == 0 and now - session.last_used > self.idle_s:
                         log.info("session %s idle for %.0f s: ending it", session.id[:8], now - session.last_used)
                         self.end(session)
+                if self.sessionless.idle_for(now) > self.idle_s:
+                    log.info("no sessionless request for %.0f s: stopping what they launched",
+                             self.sessionless.idle_for(now))
+                    self.sessionless.end()
 
     def end(self, session: HttpSession) -> None:
         """End a session: its id answers 404 from now on; its task cancels its calls,
@@ -121,6 +131,13 @@ class SessionManager:
 
     # ------------------------------------------------------------------ requests
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        version = header(scope, VERSION_HEADER)
+        if version is not None and version.strip() not in PROTOCOL_VERSIONS:
+            await _unsupported(send, version)
+            return
+        if version is not None and version.strip() in SESSIONLESS_VERSIONS:
+            await self._sessionless(scope, receive, send)
+            return
         wanted = header(scope, SESSION_HEADER)
         if wanted is None:
             await self._open(scope, receive, send)
@@ -132,6 +149,20 @@ class SessionManager:
         await self._handle(session, scope, receive, send)
         if session.transport.is_terminated:  # the client's DELETE
             self.end(session)
+
+    async def _sessionless(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request of a sessionless protocol version, answered by the SDK (sessionless.py)."""
+        if header(scope, SESSION_HEADER) is not None:
+            await respond(send, 400, rpc_error(
+                f"Mcp-Session-Id is not used with protocol {header(scope, VERSION_HEADER)}: its requests carry no "
+                "session. Send the request without it, or open a session with initialize and a 2025 version."))
+            return
+        if self.sessionless.busy >= SESSION_REQUESTS:
+            await busy(send, f"{self.sessionless.busy} sessionless requests are in flight (the limit is "
+                       f"{SESSION_REQUESTS}). Retry when some have answered.", 1)
+            return
+        assert self._tasks is not None, "SessionManager.run() is not running"
+        await self.sessionless.handle(self._tasks, scope, receive, send)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
@@ -261,9 +292,22 @@ class SessionManager:
         sessions = list(self.sessions.values())
         for session in sessions:
             self.end(session)
+        self.sessionless.end()
         with anyio.move_on_after(10):
             for session in sessions:
                 await session.finished.wait()
+        await self.sessionless.ended()
+
+
+async def _unsupported(send: Send, version: str) -> None:
+    """400 for an MCP-Protocol-Version this server does not speak (the spec's answer)."""
+    supported = sorted(PROTOCOL_VERSIONS)
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+        "code": UNSUPPORTED_VERSION_CODE,
+        "message": f"Bad Request: Unsupported protocol version {version[:40]!r}. This server speaks "
+                   f"{', '.join(supported)}.",
+        "data": {"supported": supported, "requested": version[:40]}}}).encode()
+    await respond(send, 400, body)
 
 
 def _messages(body: Any) -> list[Any]:

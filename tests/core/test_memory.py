@@ -16,7 +16,7 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.game import GameBridge
 from game_bridge_mcp.game.demo import padding_json
-from game_bridge_mcp.mcp_server.adapter import call_result_chunks
+from game_bridge_mcp.mcp_server.results import call_result_chunks
 from kit_helpers import looping
 
 pytestmark = pytest.mark.timeout(120)

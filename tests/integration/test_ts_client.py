@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from http_helpers import HttpServer
+from game_bridge_mcp.mcp_server.adapter import SESSIONLESS_VERSIONS
 from launch_helpers import ProcessGuard, declaration
 from peers.fakegame import FakeGame
 from ts_helpers import answer_of, run_client, text_of
@@ -93,19 +94,48 @@ def check_report(report: dict[str, Any]) -> None:
     assert report["listedAfter"] == len(TOOLS) and report["closedEarly"] is False
 
 
-@pytest.mark.parametrize("flavor", ["sdk", "client"])
-def test_every_tool_and_its_errors_over_stdio(flavor: str, tmp_path: Path, guard: ProcessGuard) -> None:
+#: The clients and how they negotiate: the 1.x SDK (2025 versions), the 2.x client as it
+#: connects by default (legacy), probing (auto) and pinned to the sessionless 2026-07-28.
+CLIENTS = [("sdk", "legacy"), ("client", "legacy"), ("client", "auto"), ("client", "2026-07-28")]
+
+
+def expected_version(negotiation: str) -> str | None:
+    """The version the connection should end up on, with the SDK installed here."""
+    if negotiation == "legacy":
+        return None
+    return "2026-07-28" if "2026-07-28" in SESSIONLESS_VERSIONS else (None if negotiation == "auto" else "refused")
+
+
+@pytest.mark.parametrize(("flavor", "negotiation"), CLIENTS)
+def test_every_tool_and_its_errors_over_stdio(flavor: str, negotiation: str, tmp_path: Path,
+                                              guard: ProcessGuard) -> None:
     decl = declaration(tmp_path / "project", variant="slow-boot:1")
-    report = run_client(flavor, stdio(guard, tmp_path, "--config", str(decl)), plan(unused_port()))
+    transport = stdio(guard, tmp_path, "--config", str(decl))
+    if expected_version(negotiation) == "refused":  # an SDK without 2026-07-28: a clear refusal
+        failed = run_client(flavor, transport, plan(unused_port()), negotiation=negotiation, fatal_ok=True)
+        assert "fatal" in failed, failed
+        return
+    report = run_client(flavor, transport, plan(unused_port()), negotiation=negotiation)
     check_report(report)
+    if expected_version(negotiation):
+        assert report["protocolVersion"] == expected_version(negotiation)
 
 
-@pytest.mark.parametrize("flavor", ["sdk", "client"])
-def test_every_tool_and_its_errors_over_http(flavor: str, tmp_path: Path, guard: ProcessGuard) -> None:
+@pytest.mark.parametrize(("flavor", "negotiation"), CLIENTS)
+def test_every_tool_and_its_errors_over_http(flavor: str, negotiation: str, tmp_path: Path,
+                                             guard: ProcessGuard) -> None:
     server = HttpServer(tmp_path, guard, declaration(tmp_path / "project", variant="slow-boot:1"))
+    transport = {"kind": "http", "url": server.url, "token": server.token}
     try:
-        report = run_client(flavor, {"kind": "http", "url": server.url, "token": server.token}, plan(unused_port()))
+        if expected_version(negotiation) == "refused":
+            failed = run_client(flavor, transport, plan(unused_port()), negotiation=negotiation, fatal_ok=True)
+            assert "Unsupported protocol version" in failed.get("fatal", ""), failed
+            return
+        report = run_client(flavor, transport, plan(unused_port()), negotiation=negotiation)
         check_report(report)
+        if expected_version(negotiation):
+            assert report["protocolVersion"] == expected_version(negotiation)
+            assert "logging" not in (report["serverCapabilities"] or {})  # deprecated there: not advertised
     finally:
         assert server.stop() in (0, 128 + 15, -15)
 

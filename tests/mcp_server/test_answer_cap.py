@@ -14,7 +14,8 @@ import pytest
 
 from game_bridge_mcp.core.tools.state import ANSWER_LIMIT, PART_BUDGET, AnswerTooLarge, outline, state_part, too_large
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.mcp_server.adapter import BridgeServer, call_result_line, error_result
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
+from game_bridge_mcp.mcp_server.results import call_result_line, error_result
 from game_bridge_mcp.mcp_server.encoding import answer_size, dumps
 from loop_helpers import bridge_for
 from mcp_harness import connect, is_error, structured, text

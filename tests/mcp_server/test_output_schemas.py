@@ -16,7 +16,8 @@ from jsonschema import Draft202012Validator
 
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
-from game_bridge_mcp.mcp_server.adapter import TOO_DEEP, BridgeServer
+from game_bridge_mcp.mcp_server.adapter import BridgeServer
+from game_bridge_mcp.mcp_server.encoding import TOO_DEEP
 from game_bridge_mcp.core.tools.calls import COMMAND_ANSWER
 from game_bridge_mcp.core.tools.clock import ADVANCE_ANSWER
 from game_bridge_mcp.core.tools.events import EVENTS_ANSWER
