@@ -186,6 +186,16 @@ class OptionParser(argparse.ArgumentParser):
         raise OptionError(f"{message}. Run with --help to see the options.")
 
 
+def command_name(argv0: str | None = None, executable: str | None = None) -> str:
+    """How a hint names this program so that it runs where the user is: the installed command
+    ``game-bridge-mcp``, or ``python3 -m game_bridge_mcp`` (this interpreter's name) when the
+    program was started as a module, as a vendored copy, which has no command, always is."""
+    name = Path(argv0 if argv0 is not None else (sys.argv[0] if sys.argv else "")).name
+    if name in ("__main__.py", "-m"):
+        return f"{Path(executable or sys.executable or 'python3').name} -m {__package__}"
+    return "game-bridge-mcp"
+
+
 def build_parser(prog: str = "game-bridge-mcp", *, usage: str | None = None) -> argparse.ArgumentParser:
     """The server's options. The ``call`` subcommand takes the same ones. ``usage``
     replaces argparse's generated usage line (the CLI's one usage block)."""
@@ -300,6 +310,6 @@ def parse_cli(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     return ParsedCli(config=cfg, help=bool(ns.help), version=bool(ns.version))
 
 
-__all__ = ["Config", "ParsedCli", "parse_cli", "parse_port_spec", "check_port", "port_number",
+__all__ = ["Config", "ParsedCli", "command_name", "parse_cli", "parse_port_spec", "check_port", "port_number",
            "build_parser", "parse_http_address", "DEFAULT_PORT", "DEFAULT_SCAN_RANGE",
            "DEFAULT_TIMEOUT_MS", "__version__"]

@@ -39,6 +39,11 @@ class BridgeUsageError(BridgeError):
     exit_code = 2
 
 
+#: What comes before a launch hint in GameOffline's message (the bridge says more before it
+#: when the hint is a launch declaration's: core/ports.with_launch_advice).
+START_ONE_WITH = "\nStart one with:\n  "
+
+
 class GameOffline(BridgeError):
     """Nothing (or nothing responsive) is answering on the port.
 
@@ -72,7 +77,7 @@ class GameOffline(BridgeError):
                 text = f"{text} ({detail})"
         if cause != "timeout":  # a frozen game needs no second copy started
             if launch_hint:
-                text += "\nStart one with:\n  " + launch_hint.replace("{port}", str(port))
+                text += START_ONE_WITH + launch_hint.replace("{port}", str(port))
             else:
                 text += ("\nStart one with launch_instance (needs a gamebridge.json), or find a "
                          "running one with list_instances.")

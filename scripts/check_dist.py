@@ -6,7 +6,8 @@ Usage: ``python scripts/check_dist.py DIST_DIR`` (after ``python -m build --outd
 It validates the core metadata with ``packaging`` (what index uploads check), then this
 project's own promises: the MIT licence expression and its file, the classifiers, the
 dependencies, the console script and the pytest plugin, ``py.typed`` in the wheel, nothing
-but the package in the wheel (no tests), the licence and README in the sdist, and that the
+but the package in the wheel (no tests), the licence and README in the sdist, the README's
+``mcp-name`` marker (server.json's name) in the description, and that the
 wheel installed on its own imports and answers ``--version``. Exit 0 when all hold, else
 1, with each failure on stderr.
 """
@@ -14,6 +15,7 @@ wheel installed on its own imports and answers ``--version``. Exit 0 when all ho
 from __future__ import annotations
 
 import email.parser
+import json
 import os
 import subprocess
 import sys
@@ -75,6 +77,10 @@ def check_metadata(raw: bytes, where: str, problems: list[str]) -> None:
            f"Description-Content-Type is {meta.description_content_type!r}")
     expect(bool(meta.description) and "game-bridge-mcp" in (meta.description or ""),
            "the long description (the README) is missing")
+    registry_name = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))["name"]
+    expect(f"mcp-name: {registry_name}" in (meta.description or ""),
+           f"the long description lacks 'mcp-name: {registry_name}', by which the MCP Registry ties the "
+           "package to server.json")
     for label, url in (meta.project_urls or {}).items():
         expect(url.startswith("https://") and "example." not in url, f"Project-URL {label} is {url!r}")
     expect(headers.get("Summary", "").strip() != "", "Summary is empty")

@@ -15,7 +15,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from ..config import OptionError, OptionParser
+from ..config import OptionError, OptionParser, command_name
 from ..errors import BridgeError
 from ..manifest.progress import TerminalProgress
 from ..manifest.sanitise import terminal
@@ -256,10 +256,11 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         except (FileExistsError, OSError) as exc:
             err.write(f"game-bridge-mcp demo --init: {exc}\n")
             return 2
+        command = command_name()
         out.write(f"Wrote {path}.\nFrom this directory, launch_instance starts the demo game (its screenshots "
                   f"go into {path.parent / SCREENSHOTS}); try:\n"
-                  "  game-bridge-mcp call launch_instance --keep    (then: game-bridge-mcp call close --port <port>)\n"
-                  "or register the bridge with your MCP client (claude mcp add game-bridge -- game-bridge-mcp)\n"
+                  f"  {command} call launch_instance --keep    (then: {command} call close --port <port>)\n"
+                  f"or register the bridge with your MCP client (claude mcp add game-bridge -- {command})\n"
                   "and ask the agent to play a round.\n")
         return 0
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .._version import __version__
-from ..config import build_parser, configure_logging, parse_cli
+from ..config import build_parser, command_name, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
 from ..launch.guarantees import warn_once
 from ..launch.parent import become_subreaper, restore_sigchld
@@ -53,7 +53,7 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
         return 0
     _load_project(parsed.config, sys.stderr)
     if sys.stdin.isatty() and parsed.config.http is None:
-        sys.stderr.write(TERMINAL_HINT)
+        sys.stderr.write(terminal_hint(command_name()))
     warn_once(sys.stderr)  # what cannot be guaranteed here (psutil missing), once
     try:
         if parsed.config.http is not None:
@@ -94,10 +94,12 @@ environment:
 
 exit codes: """ + exit_codes_text() + "\n"
 
-#: Printed (on stderr) when the server is started by hand on a terminal.
-TERMINAL_HINT = ("game-bridge-mcp: this is an MCP server speaking JSON-RPC on stdin/stdout, now waiting "
-                 "for a client. Connect one (claude mcp add game-bridge -- game-bridge-mcp), or try "
-                 "'game-bridge-mcp demo' or 'game-bridge-mcp call --list'. Ctrl-C quits.\n")
+def terminal_hint(command: str) -> str:
+    """Printed (on stderr) when the server is started by hand on a terminal; ``command`` is
+    how the user started it (``config.command_name()``)."""
+    return (f"game-bridge-mcp: this is an MCP server speaking JSON-RPC on stdin/stdout, now waiting "
+            f"for a client. Connect one (claude mcp add game-bridge -- {command}), or try "
+            f"'{command} demo' or '{command} call --list'. Ctrl-C quits.\n")
 
 
 VERSION_FLAGS = frozenset({"-v", "--version"})

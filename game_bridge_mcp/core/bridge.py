@@ -175,6 +175,7 @@ class Bridge:
         except GameOffline as exc:  # name what does answer, so a mistyped port can be corrected
             if exc.port in self.launched_ports():  # a game of ours that exited: say so, with its output
                 exc = ports.with_exit(exc, lambda: self.launcher().log(exc.port, lines=ports.EXIT_LINES))
+            exc = ports.with_launch_advice(exc, self.config)
             raise ports.with_known_instances(exc, lambda: self._known_instances(exc.port)) from None
 
     # ------------------------------------------------------------------ launcher

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .. import polling
 from ..config import Config
-from ..errors import BridgeUsageError, GameOffline
+from ..errors import START_ONE_WITH, BridgeUsageError, GameOffline
 from ..launch.declaration import declaration_of
 from ..manifest.sanitise import one_line
 from ..paths import registry_dir
@@ -61,6 +61,23 @@ def known_instances(config: Config, launched: Sequence[int], answered: Sequence[
                 record.setdefault("game", label)
     found.pop(exclude, None)
     return [found[port] for port in sorted(found)][:MAX_NAMED]
+
+
+def with_launch_advice(exc: GameOffline, config: Config) -> GameOffline:
+    """``exc``, where it says how to start a game from the launch declaration's command,
+    pointing first to ``launch_instance``, which picks a free port of the declared range
+    (a port named by hand, like the default 7777, may lie outside it); left as it was with
+    an explicit ``--launch-hint`` or no declaration."""
+    declaration = declaration_of(config)
+    if declaration is None or config.launch_hint or START_ONE_WITH not in exc.message:
+        return exc
+    low, high = declaration.port_range
+    ports = f"port {low}" if low == high else f"port of {low}-{high}"
+    exc.message = exc.message.replace(START_ONE_WITH, (
+        f"\nStart one with launch_instance, which picks a free {ports} ({declaration.path.name}'s "
+        "portRange); or by hand on this port:\n  "), 1)
+    exc.args = (exc.message,)
+    return exc
 
 
 def with_known_instances(exc: GameOffline, known: Callable[[], list[dict[str, Any]]]) -> GameOffline:

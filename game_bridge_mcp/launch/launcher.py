@@ -22,7 +22,7 @@ from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
-from ..paths import check_home, locks_dir, log_dir, make_dirs, package_path_dir
+from ..paths import ENV_INSTANCES, check_home, locks_dir, log_dir, make_dirs, package_path_dir, registry_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
 from .command import check_command
@@ -262,6 +262,9 @@ class Launcher:
             entry = package_path_dir(self._environ, self.config.registry_dir)
             if entry is not None:
                 env[PYTHONPATH] = os.pathsep.join(p for p in (env.get(PYTHONPATH, ""), str(entry)) if p)
+        if self.config.registry_dir is not None and ENV_INSTANCES not in declared and ENV_INSTANCES not in extra:
+            # The game registers where this bridge reads (--registry-dir), not in the default home.
+            env[ENV_INSTANCES] = str(registry_dir(self._environ, self.config.registry_dir).absolute())
         env[MARKER_KEY] = procs.marker_value(self._environ.get(MARKER_KEY), launch_id)
         return env
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic
 
+from ...config import command_name
 from ...wrappers import Wrapper
 from .options import O, CommandLine, UsageError, write_init
 
@@ -55,6 +56,6 @@ def main(cli: Cli[Any], argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"{cli.prog} --init: {exc}\n")
             return 2
         sys.stdout.write(f"Wrote {path}.\nFrom this directory, launch_instance {cli.verb} {cli.target(opts)} through "
-                         "the wrapper; try:\n  game-bridge-mcp call launch_instance --keep\n")
+                         f"the wrapper; try:\n  {command_name()} call launch_instance --keep\n")
         return 0
     return cli.run(opts)
