@@ -15,6 +15,8 @@ marked.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -42,6 +44,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                                     "subset (-m 'not slow') runs them; mark them if they always do:")
         for took, nodeid in named:
             terminalreporter.write_line(f"  {took:6.2f} s  {nodeid}")
+
+
+@pytest.fixture
+def short_tmp_path() -> Iterator[Path]:
+    """A fresh directory with a short path, removed after the test: for what puts a Unix
+    socket in it (Chromium's SingletonSocket under $TMPDIR), whose path may hold 107 bytes;
+    ``tmp_path`` is deeper, the more so under pytest-xdist (``.../popen-gw0/...``)."""
+    path = Path(tempfile.mkdtemp(prefix="gbt-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
