@@ -252,16 +252,17 @@ def test_game_offline_from_a_declared_game_points_to_launch_instance_and_its_ran
 
     (tmp_path / "gamebridge.json").write_text(json.dumps(
         {"launch": {"argv": ["./run", "--port", "{port}"], "portRange": "41000-41009"}}))
-    config = apply_project_config(Config(environ={}, scan_range=(1,)), cwd=tmp_path)
+    config = apply_project_config(Config(environ={"GAME_BRIDGE_HOME": str(tmp_path / "home")}, scan_range=(1,)),
+                                  cwd=tmp_path)
     with pytest.raises(GameOffline) as info:
         Bridge(config).run_tool("call_tool", {"port": 1, "name": "get_health"})
-    assert info.value.message.splitlines()[1:] == [
+    assert info.value.message.splitlines()[1:3] == [
         "Start one with launch_instance, which picks a free port of 41000-41009 (gamebridge.json's portRange); "
         "or by hand on this port:", "  ./run --port 1"]
     config.launch_hint = "make run PORT={port}"  # the user's own hint is shown as given
     with pytest.raises(GameOffline) as info:
         Bridge(config).run_tool("call_tool", {"port": 1, "name": "get_health"})
-    assert info.value.message.splitlines()[1:] == ["Start one with:", "  make run PORT=1"]
+    assert info.value.message.splitlines()[1:3] == ["Start one with:", "  make run PORT=1"]
 
 
 # ---------------------------------------------------------------- bridge toolset
