@@ -41,6 +41,8 @@ WRAPPERS: tuple[Wrapper, ...] = (
             names_game=("-m",), game_args=True),
     Wrapper("browser", "[--init] (URL | FILE | DIR)", "open a web game in headless Chromium, drivable",
             valued=("--port", "--size", "--browser", "--screenshot", "--load-timeout")),
+    Wrapper("gym", "[--init] ENV_ID", "serve a Gymnasium environment (Atari, NetHack, MiniGrid, ...), drivable",
+            valued=("--port", "--seed", "--size", "--make-kwargs", "--fps")),
 )
 NAMES: tuple[str, ...] = tuple(wrapper.name for wrapper in WRAPPERS)
 

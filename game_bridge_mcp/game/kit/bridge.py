@@ -381,6 +381,13 @@ class GameBridge:
             if not paused:
                 self._clock.owed = 0
 
+    def owe_frames(self, frames: int) -> None:
+        """A command that steps a paused game as ``step`` does (gym's ``act``): ``frames`` more
+        simulation frames run although paused (complete it with ``complete_after_sim_frames``)."""
+        with self.lock:
+            if self._clock.enabled and self._clock.paused:
+                self._clock.owe(int(frames))
+
     @property
     def stepping(self) -> bool:
         """Paused, with frames a ``step`` still owes."""

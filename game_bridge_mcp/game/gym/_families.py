@@ -1,0 +1,442 @@
+"""What the wrapper knows of particular families of environments, beside what any
+Gymnasium environment says of itself: the names of their actions (ALE's action meanings,
+MiniGrid's and NetHack's enums, Gymnasium's own games'), the keys a player would press for
+them, the text that shows their screen, their seeding and their native save state. An
+environment of no known family is served from its spaces alone (:class:`Family`)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Gymnasium's own games' actions, as their documentation names them (by class name).
+GYMNASIUM_NAMES: dict[str, list[str]] = {
+    "FrozenLakeEnv": ["LEFT", "DOWN", "RIGHT", "UP"],
+    "CliffWalkingEnv": ["UP", "RIGHT", "DOWN", "LEFT"],
+    "TaxiEnv": ["SOUTH", "NORTH", "EAST", "WEST", "PICKUP", "DROPOFF"],
+    "BlackjackEnv": ["STICK", "HIT"],
+    "CartPoleEnv": ["LEFT", "RIGHT"],
+    "MountainCarEnv": ["LEFT", "NOOP", "RIGHT"],
+    "AcrobotEnv": ["TORQUE_NEGATIVE", "NOOP", "TORQUE_POSITIVE"],
+    "LunarLander": ["NOOP", "FIRE_LEFT", "FIRE_MAIN", "FIRE_RIGHT"],
+}
+#: The key a player presses for an action of this name (pygame's key names).
+NAME_KEYS: dict[str, str] = {
+    "UP": "up", "DOWN": "down", "LEFT": "left", "RIGHT": "right", "FIRE": "space",
+    "NORTH": "up", "SOUTH": "down", "EAST": "right", "WEST": "left",
+    "PICKUP": "p", "DROPOFF": "d", "HIT": "h", "STICK": "s",
+}
+#: MiniGrid's own manual control (minigrid.manual_control), in pygame's key names.
+MINIGRID_KEYS: dict[str, str] = {
+    "left": "left", "right": "right", "up": "forward", "space": "toggle", "page up": "pickup",
+    "tab": "pickup", "page down": "drop", "left shift": "drop", "return": "done",
+}
+_ANSI = re.compile(r"\x1b\[([0-9;]*)m")
+#: With sticky actions, ALE's state is marked every this many steps, and a snapshot replays
+#: at least MIN_WINDOW of them (all of their frames keeping the previous action: 0.25 ** 16).
+MARK_EVERY = 8
+MIN_WINDOW = 4
+MAX_ALE_STATE = 1024 * 1024
+
+
+class Family:
+    """Any Gymnasium environment: what its spaces and render modes give."""
+
+    label = "Gymnasium"
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.unwrapped = env.unwrapped
+
+    # ------------------------------------------------------------------ actions
+    def action_names(self) -> list[str] | None:
+        """Names of a Discrete space's actions, in order (None: it has none)."""
+        names = GYMNASIUM_NAMES.get(type(self.unwrapped).__name__)
+        space = self.env.action_space
+        if names is not None and type(space).__name__ == "Discrete" and int(space.n) == len(names):
+            return list(names)
+        return None
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        """Key name -> action name, for the actions a single key stands for."""
+        return {NAME_KEYS[name]: name for name in names if name in NAME_KEYS}
+
+    def compose(self, held: Sequence[str], keys: Mapping[str, str], names: Sequence[str]) -> str | None:
+        """The action the keys held down (oldest first) stand for: the newest one's."""
+        for key in reversed(held):
+            if key in keys:
+                return keys[key]
+        return None
+
+    def text_actions(self, text: str, names: Sequence[str]) -> list[int] | None:
+        """Typed text as a sequence of action indices (None: text means nothing here)."""
+        return None
+
+    def stepped(self, step: int, action: Any) -> None:
+        """Step ``step`` of the episode was taken with ``action``."""
+
+    def was_reset(self) -> None:
+        """A new episode began."""
+
+    # ------------------------------------------------------------------ episodes
+    def make_defaults(self) -> dict[str, Any]:
+        return {}
+
+    def before_reset(self, seed: int) -> None:
+        """Seed what ``reset(seed=...)`` does not (NetHack's own generators)."""
+
+    def default_fps(self) -> float:
+        fps = (getattr(self.env, "metadata", None) or {}).get("render_fps")
+        try:
+            value = float(fps)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return 30.0
+        return value if 1 <= value <= 1000 else 30.0
+
+    # ------------------------------------------------------------------ what it shows
+    def text(self, obs: Any) -> str | None:
+        """A text picture of the screen, or None."""
+        if isinstance(obs, str):
+            return obs
+        if getattr(self.env, "render_mode", None) == "ansi":
+            rendered = self.env.render()
+            if isinstance(rendered, str):
+                return plain_text(rendered)
+        return None
+
+    def state(self, obs: Any) -> dict[str, Any]:
+        """Scalars of the family's own for ``/state.game``."""
+        return {}
+
+    def description(self) -> str:
+        return ""
+
+
+def plain_text(text: str) -> str:
+    """ANSI-coloured text as plain text: a highlighted character (a background colour, how
+    Gymnasium's toy-text games mark where the player is) becomes ``@``."""
+    out: list[str] = []
+    highlight = False
+    position = 0
+    for match in _ANSI.finditer(text):
+        out.append(_mark(text[position:match.start()], highlight))
+        codes = [c for c in match.group(1).split(";") if c]
+        if not codes or "0" in codes:
+            highlight = False
+        if any(c.isdigit() and 40 <= int(c) <= 47 for c in codes):
+            highlight = True
+        position = match.end()
+    out.append(_mark(text[position:], highlight))
+    return "".join(out)
+
+
+def _mark(segment: str, highlight: bool) -> str:
+    if not highlight or not segment:
+        return segment
+    return "".join(ch if ch == "\n" else "@" for ch in segment)
+
+
+class ToyText(Family):
+    """Gymnasium's toy-text games: FrozenLake, Taxi, CliffWalking, Blackjack."""
+
+    label = "Gymnasium toy text"
+
+    def text(self, obs: Any) -> str | None:
+        u = self.unwrapped
+        name = type(u).__name__
+        if name == "BlackjackEnv" and isinstance(obs, tuple) and len(obs) == 3:
+            return (f"Your hand sums to {obs[0]}; the dealer shows {obs[1]} (1 is an ace); "
+                    f"you {'have' if obs[2] else 'have no'} usable ace. STICK or HIT.")
+        render = getattr(u, "_render_text", None)
+        if self.env.render_mode == "ansi" or callable(render):
+            rendered = self.env.render() if self.env.render_mode == "ansi" else render()  # type: ignore[misc]
+            if not isinstance(rendered, str):
+                return None
+            text = plain_text(rendered)
+            if name == "TaxiEnv":
+                text += "\n" + self._taxi()
+            elif name == "FrozenLakeEnv":
+                text += "\n@ is you. S start, F frozen, H hole, G goal."
+            elif name == "CliffWalkingEnv":
+                text += "\nx is you. C cliff, T target, o path."
+            return text
+        return super().text(obs)
+
+    def _taxi(self) -> str:
+        row, col, passenger, destination = self.unwrapped.decode(self.unwrapped.s)
+        places = "RGYB"
+        where = "in the taxi" if passenger == 4 else f"at {places[passenger]}"
+        return (f"@ is the taxi (row {row}, column {col}); the passenger is {where}; the destination is "
+                f"{places[destination]}. | walls; R G Y B the four stops.")
+
+
+class Ale(Family):
+    """The Arcade Learning Environment's Atari 2600 games (ale-py)."""
+
+    label = "Atari 2600 (Arcade Learning Environment)"
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self._init_native()
+
+    def action_names(self) -> list[str] | None:
+        return [str(name) for name in self.unwrapped.get_action_meanings()]
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        """Arrows and space for the directions and fire that some action has."""
+        keys = {}
+        for part, key in (("UP", "up"), ("DOWN", "down"), ("LEFT", "left"), ("RIGHT", "right"), ("FIRE", "space")):
+            if any(part in name for name in names):
+                keys[key] = part
+        return keys
+
+    def compose(self, held: Sequence[str], keys: Mapping[str, str], names: Sequence[str]) -> str | None:
+        """The held arrows and fire as one of the game's actions (``UPRIGHTFIRE``), the
+        newest arrow winning on an axis; a combination the game lacks loses fire, then an
+        axis, until one it has remains."""
+        vertical = next((keys[k] for k in reversed(held) if k in ("up", "down") and k in keys), "")
+        horizontal = next((keys[k] for k in reversed(held) if k in ("left", "right") and k in keys), "")
+        fire = "FIRE" if "space" in held and "space" in keys else ""
+        for v, h, f in ((vertical, horizontal, fire), (vertical, horizontal, ""), (vertical, "", fire),
+                        ("", horizontal, fire), (vertical, "", ""), ("", horizontal, ""), ("", "", fire)):
+            name = v + h + f
+            if name and name in names:
+                return name
+        return None
+
+    def default_fps(self) -> float:
+        frameskip = getattr(self.unwrapped, "_frameskip", 1)
+        skip = frameskip if isinstance(frameskip, int) and frameskip > 0 else 1
+        return 60.0 / skip
+
+    # ------------------------------------------------------------------ the native state
+    def _init_native(self) -> None:
+        ale = self.unwrapped.ale
+        #: Whether a step's outcome depends on more than ALE's cloned state: sticky actions
+        #: (the action repeated is the one ALE last applied, which it does not clone) or a
+        #: frame skip drawn from the environment's own generator.
+        self.sticky = float(ale.getFloat("repeat_action_probability")) > 0 \
+            or not isinstance(getattr(self.unwrapped, "_frameskip", 1), int)
+        #: Marks (step, ALE state, generator state) every MARK_EVERY steps, and the actions since the oldest.
+        self.marks: collections.deque[tuple[int, Any, Any]] = collections.deque(maxlen=3)
+        self.actions: list[int] = []
+
+    def _rng(self) -> Any:
+        return self.unwrapped.np_random.bit_generator.state
+
+    def _mark(self, step: int) -> None:
+        if len(self.marks) == self.marks.maxlen:
+            dropped = self.marks[1][0] - self.marks[0][0]
+            del self.actions[:dropped]
+        self.marks.append((step, self.unwrapped.ale.cloneState(include_rng=True), self._rng()))
+
+    def stepped(self, step: int, action: Any) -> None:
+        if self.sticky:
+            self.actions.append(int(action))
+            if step % MARK_EVERY == 0:
+                self._mark(step)
+
+    def was_reset(self) -> None:
+        if self.sticky:
+            self.marks.clear()
+            self.actions.clear()
+            self._mark(0)  # ALE's reset made its last action NOOP: from here a replay is exact
+
+    def native_save(self, step: int) -> dict[str, bytes]:
+        """ALE's whole machine with its random generator, the environment's own generator,
+        and (with sticky actions) a mark at least MIN_WINDOW steps back with the actions
+        since: replayed on load, they leave ALE's last applied action as it was here."""
+        ale = self.unwrapped.ale
+        window: dict[str, Any] = {"rng": self._rng()}
+        sections = {"ale": bytes(ale.cloneState(include_rng=True).serialize())}
+        if self.sticky and self.marks:
+            usable = [m for m in self.marks if m[0] <= step - MIN_WINDOW] or [self.marks[0]]
+            mark = usable[-1]
+            first = self.marks[0][0]
+            window.update({"from": mark[0], "rngFrom": mark[2], "actions": self.actions[mark[0] - first:step - first]})
+            sections["aleFrom"] = bytes(mark[1].serialize())
+        sections["aleWindow"] = json.dumps(window, separators=(",", ":")).encode()
+        return sections
+
+    def native_load(self, sections: Mapping[str, bytes]) -> None:
+        import ale_py
+
+        from ...jsonio import decode_json
+
+        def state(name: str) -> Any:
+            data = sections.get(name)
+            if data is None or len(data) > MAX_ALE_STATE:
+                raise ValueError(f"the snapshot holds no {name} state of a sane size")
+            try:
+                return ale_py.ALEState(data)
+            except Exception as exc:  # noqa: BLE001 - bytes ALE cannot read
+                raise ValueError(f"ALE cannot read the snapshot's {name} state: {exc}") from None
+
+        target = state("ale")
+        try:
+            window = decode_json(sections.get("aleWindow", b"{}"), strict=True)
+        except ValueError as exc:
+            raise ValueError(f"the snapshot's ALE window {exc}") from None
+        actions = window.get("actions", []) if isinstance(window, dict) else None
+        count = int(self.env.action_space.n)
+        if not isinstance(actions, list) or len(actions) > 4 * MARK_EVERY or \
+                not all(isinstance(a, int) and 0 <= a < count for a in actions):
+            raise ValueError("the snapshot's ALE window is damaged")
+        origin = state("aleFrom") if "aleFrom" in sections else None
+        generator = self.unwrapped.np_random.bit_generator
+        if origin is not None:
+            if window.get("from") == 0 and len(actions) < MIN_WINDOW:
+                # A short window from the episode's start: ALE's last applied action must be NOOP,
+                # as a reset leaves it (a reset emulates its frames: tens of milliseconds).
+                self.unwrapped.ale.reset_game()
+            self.unwrapped.ale.restoreState(origin)
+            generator.state = window["rngFrom"]
+            for action in actions:
+                self.unwrapped.step(action)
+        self.unwrapped.ale.restoreState(target)
+        generator.state = window["rng"]
+        if self.sticky and origin is not None:
+            self.marks.clear()
+            self.marks.append((int(window["from"]), origin, window["rngFrom"]))
+            self.actions = list(actions)
+
+    def description(self) -> str:
+        return (" Keys: arrows and space (fire), held together for the diagonal and firing actions "
+                "(up + right + space is UPRIGHTFIRE where the game has it).")
+
+
+class MiniGrid(Family):
+    """MiniGrid and BabyAI gridworlds."""
+
+    label = "MiniGrid"
+
+    def action_names(self) -> list[str] | None:
+        return [member.name for member in self.unwrapped.actions][: int(self.env.action_space.n)]
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        return {key: action for key, action in MINIGRID_KEYS.items() if action in names}
+
+    def text(self, obs: Any) -> str | None:
+        u = self.unwrapped
+        grid = u.pprint_grid()
+        mission = getattr(u, "mission", "")
+        return (f"{grid}\nMission: {mission}\n"
+                ">> VV << ^^ you, facing right, down, left, up. Each cell is two letters: the object "
+                "(W wall, F floor, D door, K key, A ball, B box, G goal, V lava; L a locked door, __ an "
+                "open one) and its colour (R red, G green, B blue, P purple, Y yellow, G grey).")
+
+    def state(self, obs: Any) -> dict[str, Any]:
+        u = self.unwrapped
+        pos = getattr(u, "agent_pos", None)
+        out: dict[str, Any] = {"mission": str(getattr(u, "mission", ""))[:300]}
+        if pos is not None:
+            out.update(agentX=int(pos[0]), agentY=int(pos[1]), agentDir=int(u.agent_dir))
+        return out
+
+    def description(self) -> str:
+        return " Keys as MiniGrid's manual control: left, right, up (forward), space (toggle), tab (pickup), " \
+               "left shift (drop), return (done)."
+
+
+class Nle(Family):
+    """The NetHack Learning Environment: NetHack as keys, its screen as text."""
+
+    label = "NetHack (NLE)"
+    _ARROWS = {"up": "k", "down": "j", "left": "h", "right": "l", "return": "\r", "escape": "\x1b", "space": " "}
+
+    def action_names(self) -> list[str] | None:
+        """NLE's action enums' names; a name an earlier action has (``N``, the one-step move)
+        is given its enum's (``CompassDirectionLonger.N``, the long move)."""
+        names: list[str] = []
+        for member in self.unwrapped.actions:
+            name = member.name if member.name not in names else f"{type(member).__name__}.{member.name}"
+            names.append(name)
+        return names
+
+    def _codes(self) -> list[int]:
+        return [int(member) for member in self.unwrapped.actions]
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        """A key whose character is an action's (``k`` is north, ``e`` eat), the arrows as
+        ``hjkl``, return, escape and space."""
+        by_code = {code: name for code, name in zip(self._codes(), names)}
+        keys = {}
+        for key, char in self._ARROWS.items():
+            if ord(char) in by_code:
+                keys[key] = by_code[ord(char)]
+        for code, name in by_code.items():
+            char = chr(code)
+            if char.isprintable() and not char.isspace() and not char.isupper() and char not in keys:
+                keys[char] = name
+        return keys
+
+    def text_actions(self, text: str, names: Sequence[str]) -> list[int] | None:
+        codes = self._codes()
+        indices = []
+        for char in text:
+            if ord(char) not in codes:
+                available = "".join(sorted(chr(c) for c in codes if chr(c).isprintable()))
+                raise ValueError(f"{char!r} is not one of this environment's actions; its keys are {available!r} "
+                                 "(and return, escape)")
+            indices.append(codes.index(ord(char)))
+        return indices
+
+    def make_defaults(self) -> dict[str, Any]:
+        return {"fix_moon_phase": True}  # the moon's phase from the seed, not today's date
+
+    def before_reset(self, seed: int) -> None:
+        core = seed % (2 ** 63)
+        self.unwrapped.seed(core=core, disp=(core * 2654435761 + 1) % (2 ** 63), reseed=False)
+
+    def text(self, obs: Any) -> str | None:
+        if isinstance(obs, Mapping) and "tty_chars" in obs:
+            rows = [bytes(row).decode("latin-1").rstrip() for row in obs["tty_chars"]]
+            while rows and not rows[-1]:
+                rows.pop()
+            return "\n".join(rows)
+        return super().text(obs)
+
+    def state(self, obs: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if not isinstance(obs, Mapping):
+            return out
+        if "message" in obs:
+            out["message"] = bytes(obs["message"]).split(b"\0", 1)[0].decode("latin-1")[:256]
+        if "blstats" in obs:
+            from nle import nethack
+
+            stats = obs["blstats"]
+            for key, index in (("hp", nethack.NLE_BL_HP), ("maxHp", nethack.NLE_BL_HPMAX),
+                               ("depth", nethack.NLE_BL_DEPTH), ("gold", nethack.NLE_BL_GOLD),
+                               ("score", nethack.NLE_BL_SCORE), ("turn", nethack.NLE_BL_TIME),
+                               ("x", nethack.NLE_BL_X), ("y", nethack.NLE_BL_Y)):
+                out[key] = int(stats[index])
+        return out
+
+    def description(self) -> str:
+        return (" NetHack is played by keys: text {text} sends each character as the action of that key "
+                "(k north, j south, h west, l east, e eat, s search, < > stairs); return answers --More--.")
+
+
+def family_of(env: Any) -> Family:
+    """The family of ``env`` (by the module of its unwrapped class)."""
+    module = type(env.unwrapped).__module__
+    if module.startswith("ale_py"):
+        return Ale(env)
+    if module.startswith("minigrid"):
+        return MiniGrid(env)
+    if module.startswith(("nle.", "minihack")):
+        return Nle(env)
+    if module.startswith("gymnasium.envs.toy_text"):
+        return ToyText(env)
+    return Family(env)
+
+
+def make_defaults(env_id: str) -> dict[str, Any]:
+    """Keyword arguments a family needs for its runs to replay (before the environment exists)."""
+    if "NetHack" in env_id or env_id.startswith("MiniHack"):
+        return {"fix_moon_phase": True}
+    return {}
