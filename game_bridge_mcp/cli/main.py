@@ -51,23 +51,20 @@ def serve(argv: Sequence[str], environ: dict[str, str] | None = None) -> int:
     if parsed.version:
         sys.stdout.write(f"game-bridge-mcp {__version__}\n")
         return 0
+    from ..mcp_server import transports  # the table of transports (no SDK until one serves)
+
     _load_project(parsed.config, sys.stderr)
-    if sys.stdin.isatty() and parsed.config.http is None:
+    if sys.stdin.isatty() and transports.chosen(parsed.config).uses_stdio:
         sys.stderr.write(terminal_hint(command_name()))
     warn_once(sys.stderr)  # what cannot be guaranteed here (psutil missing), once
     try:
-        if parsed.config.http is not None:
-            from ..mcp_server.http import start_http_server
-            return start_http_server(parsed.config)
-        from ..mcp_server.stdio import start_stdio_server
+        return transports.serve(parsed.config)  # the transport the options choose (mcp_server/transports.py)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "anyio", "pydantic", "starlette", "uvicorn"):
             raise BridgeUsageError(
                 f"Serving MCP needs the MCP SDK, which is not installed here ({exc}). Install it with "
                 "pip install 'mcp>=1.23,<3'. The call, check, demo and pygame commands work without it.") from None
         raise
-
-    return start_stdio_server(parsed.config)
 
 
 ENVIRONMENT_HELP = """

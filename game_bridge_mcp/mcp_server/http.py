@@ -1,32 +1,29 @@
-"""Serving the bridge over the MCP streamable HTTP transport (``--http [HOST:]PORT``), with the
-same one shutdown path as stdio (docs/http.md)."""
+"""The streamable HTTP transport (``--http [HOST:]PORT``): the bound socket, the door, the
+sessions, uvicorn; run, with its signals and the one shutdown path, by ``serving.run``
+(docs/http.md)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import logging
-import os
-import signal
 import socket
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
+import anyio.abc
 
-from ..config import Config, configure_logging
+from ..config import Config
 from ..core.bridge import Bridge
 from ..core.composites import Composite
 from ..errors import BridgeUsageError
-from ..launch.guarantees import warn_once
-from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .fastpath import DISABLE_ENV
 from .httpgate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
 from .owners import SharedLauncher
+from .serving import Transport, run
 from .sessions import SessionManager
 
 log = logging.getLogger("game_bridge_mcp")
@@ -73,83 +70,69 @@ def _url(host: str, port: int) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 
 
+class HttpTransport(Transport):
+    """MCP over streamable HTTP at ``--http [HOST:]PORT`` (docs/http.md)."""
+
+    name = "http"
+
+    def start(self) -> None:
+        import uvicorn
+
+        config = self.config
+        logging.getLogger("mcp.server.streamable_http").addFilter(_EndedStreamNoise())
+        assert config.http is not None
+        host, port = config.http
+        loopback = is_loopback(host)
+        token, token_file = server_token(config.environ, config.registry_dir, loopback=loopback)
+        self._sock = sock = _bind(host, port)
+        bound = int(sock.getsockname()[1])
+        from ..launch.launcher import Launcher
+
+        shared = self.shared = SharedLauncher(lambda: Launcher(config))
+        composites = self.composites
+
+        def make_app(session: str) -> BridgeServer:
+            return BridgeServer(Bridge(config, launcher=shared.view(session), composites=composites))
+
+        self.manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s,
+                                      fast=config.environ.get(DISABLE_ENV) != "1")
+        gate = Gate(self.manager, token=token, hosts=allowed_hosts(host, bound), names=config.allow_hosts)
+        self._server = _QuietServer(uvicorn.Config(
+            gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
+            server_header=False, limit_concurrency=CONNECTION_LIMIT, timeout_keep_alive=KEEP_ALIVE_S,
+            timeout_graceful_shutdown=2))
+
+        err = sys.stderr
+        if token_file is not None:
+            err.write(f"game-bridge-mcp: bearer token for this server (also in {token_file}, mode 0600): {token}\n")
+        elif token_file is None and not config.environ.get("GAME_BRIDGE_TOKEN", "").strip():
+            err.write(f"game-bridge-mcp: bearer token for this server (not saved: no private directory): {token}\n")
+        if not loopback:
+            err.write(f"game-bridge-mcp: warning: listening on {host}, beyond this machine. HTTP is not encrypted: "
+                      "the token and every answer cross the network in clear unless a TLS proxy is in front "
+                      "(see docs/http.md, 'TLS in front').\n")
+        err.write(f"game-bridge-mcp: serving MCP over streamable HTTP at {_url(host, bound)} "
+                  f"(sessions: at most {config.max_sessions}, ended after {config.session_idle_s / 60:g} min idle)\n")
+        err.flush()
+
+    async def serve(self, tasks: anyio.abc.TaskGroup) -> None:
+        await tasks.start(self.manager.run)
+        gc.freeze()  # the start-up heap (the SDK, its schemas) stays out of the collector's passes
+        await self._server.serve(sockets=[self._sock])
+
+    def shutdown(self) -> None:
+        shared = getattr(self, "shared", None)
+        if shared is not None:
+            shared.shutdown()  # every session's instances, and the sessionless requests'
+
+
 def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -> int:
     """Serve over streamable HTTP until SIGINT/SIGTERM/SIGHUP, then stop every launched
     instance and end the process (exit code 128 + the signal number)."""
-    import uvicorn
+    return run(HttpTransport(config, composites=composites))
 
-    configure_logging(config.environ)
-    logging.getLogger("mcp.server.streamable_http").addFilter(_EndedStreamNoise())
-    restore_sigchld()
-    warn_once(sys.stderr)
-    assert config.http is not None
-    host, port = config.http
-    loopback = is_loopback(host)
-    token, token_file = server_token(config.environ, config.registry_dir, loopback=loopback)
-    sock = _bind(host, port)
-    bound = int(sock.getsockname()[1])
-    from ..launch.launcher import Launcher
 
-    shared = SharedLauncher(lambda: Launcher(config))
-
-    def make_app(session: str) -> BridgeServer:
-        return BridgeServer(Bridge(config, launcher=shared.view(session), composites=composites))
-
-    manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s,
-                             fast=config.environ.get(DISABLE_ENV) != "1")
-    gate = Gate(manager, token=token, hosts=allowed_hosts(host, bound), names=config.allow_hosts)
-    server = _QuietServer(uvicorn.Config(
-        gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
-        server_header=False, limit_concurrency=CONNECTION_LIMIT, timeout_keep_alive=KEEP_ALIVE_S,
-        timeout_graceful_shutdown=2))
-
-    err = sys.stderr
-    if token_file is not None:
-        err.write(f"game-bridge-mcp: bearer token for this server (also in {token_file}, mode 0600): {token}\n")
-    elif token_file is None and not config.environ.get("GAME_BRIDGE_TOKEN", "").strip():
-        err.write(f"game-bridge-mcp: bearer token for this server (not saved: no private directory): {token}\n")
-    if not loopback:
-        err.write(f"game-bridge-mcp: warning: listening on {host}, beyond this machine. HTTP is not encrypted: "
-                  "the token and every answer cross the network in clear unless a TLS proxy is in front "
-                  "(see docs/http.md, 'TLS in front').\n")
-    err.write(f"game-bridge-mcp: serving MCP over streamable HTTP at {_url(host, bound)} "
-              f"(sessions: at most {config.max_sessions}, ended after {config.session_idle_s / 60:g} min idle)\n")
-    err.flush()
-    finished = threading.Lock()
-
-    def finish(code: int) -> int:
-        """The one shutdown path: stop every session's instances, flush, exit."""
-        with finished:
-            try:
-                shared.shutdown()
-            except Exception:
-                log.exception("shutdown failed")
-            finally:
-                sys.stderr.flush()
-                os._exit(code)
-        return code  # pragma: no cover - os._exit does not return
-
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-            async for signum in signals:
-                log.info("signal %s: shutting down", signum)
-                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tasks:
-            if threading.current_thread() is threading.main_thread():
-                tasks.start_soon(watch_signals)
-            await tasks.start(manager.run)
-            gc.freeze()  # the start-up heap (the SDK, its schemas) stays out of the collector's passes
-            await server.serve(sockets=[sock])
-            tasks.cancel_scope.cancel()
-
-    try:
-        anyio.run(main)
-    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
-        log.exception("server stopped by an error")
-        return finish(1)
-    return finish(0)
+TRANSPORT = HttpTransport
 
 
 class _QuietServer:

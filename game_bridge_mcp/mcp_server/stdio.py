@@ -1,5 +1,6 @@
-"""Serving the bridge over stdio: private protocol streams (nothing else can reach stdout),
-signals, and one shutdown path that reaps launched instances."""
+"""The stdio transport: private protocol streams (nothing else can reach stdout), stdin read by
+threads that run the calls they read, and a client that is gone noticed; run, with its signals
+and the one shutdown path, by ``serving.run``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import gc
 import io
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -15,18 +15,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
+import anyio.abc
 from mcp.server.stdio import stdio_server
 
-from ..config import Config, configure_logging
+from ..config import Config
 from ..core.bridge import Bridge
 from ..core.composites import Composite
-from ..launch.guarantees import warn_once
-from ..launch.parent import restore_sigchld
 from .adapter import BridgeServer
 from .fastpath import DISABLE_ENV, FastPath
 from .pipes import LineReader, Writer, hung_up, loop_streams
 from .reader import ThreadedReader
+from .serving import Transport, run
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -98,74 +97,65 @@ def _watch_for_a_gone_client(fd: int, out: Writer, finish: Callable[[int], int])
     threading.Thread(target=watch, name="gb-gone-client", daemon=True).start()
 
 
+class StdioTransport(Transport):
+    """MCP over the process's stdin and stdout (the default transport)."""
+
+    name = "stdio"
+
+    def __init__(self, config: Config, *, composites: Sequence[Composite] = ()) -> None:
+        super().__init__(config, composites=composites)
+        self.bridge: Bridge | None = None
+        self.fast: FastPath | None = None
+        self._streams: tuple[Any, Any] | None = None
+
+    def start(self) -> None:
+        bridge = self.bridge = Bridge(self.config, composites=self.composites)
+        app = self.app = BridgeServer(bridge)
+        stdin, stdout = _claim_stdio()
+        protocol_in = stdin.fileno() if isinstance(stdin, LineReader) else None
+        if isinstance(stdin, LineReader) and isinstance(stdout, Writer) \
+                and self.config.environ.get(DISABLE_ENV) != "1":
+            fast = self.fast = FastPath(app, stdout)  # tools/call lines answered without the SDK's machinery
+            stdout.observe = fast.outgoing
+            # stdin is read on threads that run the calls they read; the SDK reads the rest
+            reader = ThreadedReader(stdin.fileno(), fast, max_calls=fast.max_calls)
+            stdin = LineReader(reader.sdk_fd)
+            reader.hold = _hold(stdout, fast)
+            reader.start()
+        if isinstance(stdin, LineReader) and isinstance(stdout, Writer):
+            stdin.hold = _hold(stdout, None)
+        self._streams = stdin, stdout
+        # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
+        # as long as the process: keep it out of the collector's full passes, which otherwise
+        # rescan it while a large /state is parsed and digested.
+        gc.freeze()
+        if protocol_in is not None and isinstance(stdout, Writer):
+            _watch_for_a_gone_client(protocol_in, stdout, lambda code: self.finish(code))
+
+    async def serve(self, tasks: anyio.abc.TaskGroup) -> None:
+        assert self._streams is not None, "start() first"
+        stdin, stdout = self._streams
+
+        async def tune_allocator() -> None:
+            await anyio.sleep(ALLOCATOR_TUNING_DELAY_S)
+            return_large_blocks_to_the_system()
+
+        tasks.start_soon(tune_allocator)
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            await self.app.run(read_stream, write_stream)
+
+    def shutdown(self) -> None:
+        if self.fast is not None:
+            self.fast.close()  # its calls are cancelled and end (within about 100 ms)
+        if self.bridge is not None:
+            self.bridge.shutdown()
+
+
 def start_stdio_server(config: Config, *, composites: Sequence[Composite] = (), exit_process: bool = True) -> int:
     """Serve over stdio until stdin closes or SIGINT/SIGTERM/SIGHUP arrives, then reap what
     was launched. A signal always ends the process (exit code 128 + the signal number);
     stdin EOF ends it with 0, or returns 0 when ``exit_process`` is False."""
-    configure_logging(config.environ)
-    restore_sigchld()  # before anything is launched (the subreaper is the entry point's: cli/main.py)
-    warn_once(sys.stderr)  # psutil missing: say what cannot be guaranteed (once; cli/main.py may have)
-    bridge = Bridge(config, composites=composites)
-    app = BridgeServer(bridge)
-    stdin, stdout = _claim_stdio()
-    fast: FastPath | None = None
-    reader: ThreadedReader | None = None
-    protocol_in = stdin.fileno() if isinstance(stdin, LineReader) else None
-    if isinstance(stdin, LineReader) and isinstance(stdout, Writer) and config.environ.get(DISABLE_ENV) != "1":
-        fast = FastPath(app, stdout)  # tools/call lines answered without the SDK's machinery
-        stdout.observe = fast.outgoing
-        # stdin is read on threads that run the calls they read; the SDK reads the rest
-        reader = ThreadedReader(stdin.fileno(), fast, max_calls=fast.max_calls)
-        stdin = LineReader(reader.sdk_fd)
-        reader.hold = _hold(stdout, fast)
-        reader.start()
-    if isinstance(stdin, LineReader) and isinstance(stdout, Writer):
-        stdin.hold = _hold(stdout, None)
-    # The start-up heap (the SDK, pydantic's schemas: tens of thousands of objects) lives
-    # as long as the process: keep it out of the collector's full passes, which otherwise
-    # rescan it while a large /state is parsed and digested.
-    gc.freeze()
-    finished = threading.Lock()
+    return run(StdioTransport(config, composites=composites), exit_process=exit_process)
 
-    def finish(code: int) -> int:
-        """The one shutdown path: reap launched instances, flush, exit."""
-        with finished:
-            try:
-                if fast is not None:
-                    fast.close()  # its calls are cancelled and end (within about 100 ms)
-                bridge.shutdown()
-            finally:
-                sys.stderr.flush()
-                if exit_process or code != 0:
-                    os._exit(code)
-        return code
 
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-            async for signum in signals:
-                log.info("signal %s: shutting down", signum)
-                # The SDK's stdin reader is a thread that cannot be cancelled: do not unwind,
-                # finish from here (in a thread, so the loop stays responsive meanwhile).
-                await anyio.to_thread.run_sync(finish, 128 + int(signum), abandon_on_cancel=True)
-
-    async def tune_allocator() -> None:
-        await anyio.sleep(ALLOCATOR_TUNING_DELAY_S)
-        return_large_blocks_to_the_system()
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tasks:
-            if threading.current_thread() is threading.main_thread():
-                tasks.start_soon(watch_signals)
-            tasks.start_soon(tune_allocator)
-            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
-                await app.run(read_stream, write_stream)
-            tasks.cancel_scope.cancel()
-
-    if protocol_in is not None and isinstance(stdout, Writer):
-        _watch_for_a_gone_client(protocol_in, stdout, finish)
-    try:
-        anyio.run(main)
-    except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
-        log.exception("server stopped by an error")
-        return finish(1)
-    return finish(0)
+TRANSPORT = StdioTransport
