@@ -62,7 +62,7 @@ def __dir__() -> list[str]:
 
 def start_stdio_server(config: Config, *, composites: Sequence[Composite] = ()) -> None:
     """Serve the bridge over stdio until the client disconnects (imports the MCP SDK)."""
-    from .mcp_server.stdio import start_stdio_server as _start
+    from .mcp_server.stdio.server import start_stdio_server as _start
 
     _start(config, composites=composites)
 

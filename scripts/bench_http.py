@@ -185,13 +185,13 @@ class RawSession:
 
 
 class SdkSession:
-    """The SDK's own streamable-HTTP client (game_bridge_mcp.mcp_server.remote.connect),
+    """The SDK's own streamable-HTTP client (game_bridge_mcp.mcp_server.http.remote.connect),
     kept open in a thread of its own; :meth:`call` is one tool call through it."""
 
     def __init__(self, server: HttpServer) -> None:
         import anyio.from_thread
 
-        from game_bridge_mcp.mcp_server.remote import connect
+        from game_bridge_mcp.mcp_server.http.remote import connect
 
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self.portal = self._portal_cm.__enter__()

@@ -37,18 +37,18 @@ from bench_clients import TOOL, CFloor, FloorClient, Procs, StdioServer  # noqa:
 #: (module, attribute path, mark on entry, mark on return): the stretch between two
 #: consecutive marks of a call is named by the two marks.
 HOOKS: tuple[tuple[str, str, str | None, str | None], ...] = (
-    ("game_bridge_mcp.mcp_server.reader", "_Parking.wait", None, "awake"),
-    ("game_bridge_mcp.mcp_server.reader", "ThreadedReader._read", None, "line read"),
-    ("game_bridge_mcp.mcp_server.fastpath", "FastPath.take", "taking", None),
-    ("game_bridge_mcp.mcp_server.fastpath", "FastPath._run_one", "call runs", None),
+    ("game_bridge_mcp.mcp_server.stdio.reader", "_Parking.wait", None, "awake"),
+    ("game_bridge_mcp.mcp_server.stdio.reader", "ThreadedReader._read", None, "line read"),
+    ("game_bridge_mcp.mcp_server.stdio.fastpath", "FastPath.take", "taking", None),
+    ("game_bridge_mcp.mcp_server.stdio.fastpath", "FastPath._run_one", "call runs", None),
     ("game_bridge_mcp.core.bridge", "Bridge.run_tool", "run_tool", None),
     ("game_bridge_mcp.core.tools.calls", "run_command", "run_command", None),
     ("game_bridge_mcp.wire.http11", "_AnswerReader.send", "request out", None),
     ("game_bridge_mcp.wire.http11", "_AnswerReader._recv", None, "answer in"),
     ("game_bridge_mcp.wire.client", "GameClient.command_and_sync", None, "confirmed"),
     ("game_bridge_mcp.core.bridge", "clean_answer", "answer made", "checked"),
-    ("game_bridge_mcp.mcp_server.fastpath", "call_result_chunks", "encoding", "encoded"),
-    ("game_bridge_mcp.mcp_server.pipes", "Writer.write_line", "writing", None),
+    ("game_bridge_mcp.mcp_server.stdio.fastpath", "call_result_chunks", "encoding", "encoded"),
+    ("game_bridge_mcp.mcp_server.stdio.pipes", "Writer.write_line", "writing", None),
 )
 
 #: Run by the server's interpreter (``python -c``): the hooks, then the server as ``-m``
@@ -81,7 +81,7 @@ for module_name, path, enter, leave in hooks:
         sys.exit(f"bench_timeline: {module_name}.{path} is gone: update HOOKS")
     setattr(owner, name, wrap(getattr(owner, name), enter, leave))
 
-reader = importlib.import_module("game_bridge_mcp.mcp_server.reader").ThreadedReader
+reader = importlib.import_module("game_bridge_mcp.mcp_server.stdio.reader").ThreadedReader
 read = reader._read
 def read_then_dump(self):
     read(self)

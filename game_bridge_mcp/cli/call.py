@@ -113,9 +113,9 @@ def _run_remote(url: str, token: str | None, tool: str, arguments: dict[str, Any
     if token is None:
         token = (environ.get("GAME_BRIDGE_TOKEN") or "").strip() or None
     if token is None and parsed.hostname in ("127.0.0.1", "localhost", "::1"):
-        from ..mcp_server.httpgate import read_token_file
+        from ..mcp_server.http.gate import read_token_file
         token = read_token_file(environ, None)
-    from ..mcp_server.remote import call_remote
+    from ..mcp_server.http.remote import call_remote
 
     if tool not in TOOL_NAMES:
         tool, arguments = "call_tool", {"name": tool, "arguments": arguments}

@@ -34,8 +34,8 @@ class TransportRow:
 
 #: First match wins; the default (no option) comes last.
 TRANSPORTS: tuple[TransportRow, ...] = (
-    TransportRow("http", "http", option="--http", field="http", environment="GAME_BRIDGE_HTTP"),
-    TransportRow("stdio", "stdio", uses_stdio=True),
+    TransportRow("http", "http.server", option="--http", field="http", environment="GAME_BRIDGE_HTTP"),
+    TransportRow("stdio", "stdio.server", uses_stdio=True),
 )
 
 

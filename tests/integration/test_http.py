@@ -15,7 +15,7 @@ import anyio
 import psutil
 import pytest
 
-from game_bridge_mcp.mcp_server.remote import connect
+from game_bridge_mcp.mcp_server.http.remote import connect
 from http_helpers import INITIALIZE, HttpServer, game_processes, answer_messages, until
 from launch_helpers import ProcessGuard, gone, write_declaration
 from mcp_harness import data, is_error, text

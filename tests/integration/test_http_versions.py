@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from game_bridge_mcp.mcp_server.adapter import SESSIONLESS_VERSIONS
-from game_bridge_mcp.mcp_server.remote import connect
+from game_bridge_mcp.mcp_server.http.remote import connect
 from http_helpers import INITIALIZE, HttpServer, answer_messages, game_processes, until
 from launch_helpers import ProcessGuard, write_declaration
 from mcp_harness import data, is_error, text

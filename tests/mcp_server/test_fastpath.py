@@ -1,4 +1,4 @@
-"""The stdio fast path for ``tools/call`` (mcp_server/fastpath.py).
+"""The stdio fast path for ``tools/call`` (mcp_server/stdio/fastpath.py).
 
 In-process: which lines it takes and which it leaves to the SDK, cancellation, the cap.
 Over stdio: its answers are the SDK's, field for field, for every protocol version it
@@ -23,7 +23,7 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.mcp_server.adapter import PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS
-from game_bridge_mcp.mcp_server.fastpath import DISABLE_ENV, KNOWN_VERSIONS, FastPath
+from game_bridge_mcp.mcp_server.stdio.fastpath import DISABLE_ENV, KNOWN_VERSIONS, FastPath
 from fast_answers import CALLS, stable
 from launch_helpers import ProcessGuard, write_declaration
 from peers.fakegame import FakeGame

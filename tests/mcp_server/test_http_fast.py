@@ -1,4 +1,4 @@
-"""The HTTP fast path for ``tools/call`` (mcp_server/httpfast.py).
+"""The HTTP fast path for ``tools/call`` (mcp_server/http/fast.py).
 
 Which POSTs it takes and which it leaves to the SDK's transport; then, in-process through
 the real gate, session manager and SDK transport (ASGI messages, no socket): its answers
@@ -21,13 +21,13 @@ import pytest
 from game_bridge_mcp import Composite
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
-from game_bridge_mcp.mcp_server import httpfast, sessions
+from game_bridge_mcp.mcp_server.http import fast as httpfast, sessions
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from game_bridge_mcp.mcp_server.adapter import PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS
-from game_bridge_mcp.mcp_server.fastpath import KNOWN_VERSIONS
-from game_bridge_mcp.mcp_server.httpgate import Gate
-from game_bridge_mcp.mcp_server.remote import connect
-from game_bridge_mcp.mcp_server.sessions import SessionManager
+from game_bridge_mcp.mcp_server.stdio.fastpath import KNOWN_VERSIONS
+from game_bridge_mcp.mcp_server.http.gate import Gate
+from game_bridge_mcp.mcp_server.http.remote import connect
+from game_bridge_mcp.mcp_server.http.sessions import SessionManager
 from fast_answers import CALLS, stable
 from http_helpers import HttpServer, answer_messages
 from launch_helpers import ProcessGuard

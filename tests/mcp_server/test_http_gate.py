@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from game_bridge_mcp.mcp_server.httpgate import Gate
+from game_bridge_mcp.mcp_server.http.gate import Gate
 
 TOKEN = "t" * 32
 

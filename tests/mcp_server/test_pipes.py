@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.mcp_server.pipes import LineReader, Writer, loop_streams
+from game_bridge_mcp.mcp_server.stdio.pipes import LineReader, Writer, loop_streams
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -159,7 +159,7 @@ def drain(fd: int, into: bytearray) -> threading.Thread:
 def test_a_line_in_pieces_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
     """A client woken by the first of several writes finds half a line: small pieces are
     joined and written with one system call."""
-    import game_bridge_mcp.mcp_server.pipes as pipes
+    import game_bridge_mcp.mcp_server.stdio.pipes as pipes
 
     calls: list[int] = []
     real_write, real_writev = os.write, getattr(os, "writev", None)
@@ -189,7 +189,7 @@ def test_a_line_in_pieces_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch)
 def test_a_line_larger_than_the_pipe_in_pieces_arrives_whole_and_in_order() -> None:
     """Pieces past the join size go out together (``writev``), however little of them
     each system call takes."""
-    import game_bridge_mcp.mcp_server.pipes as pipes
+    import game_bridge_mcp.mcp_server.stdio.pipes as pipes
 
     pieces = [bytes([65 + i % 26]) * size for i, size in enumerate([10, 300_000, 7, 500_000, 1])] + [b"\n"]
     expected = b"".join(pieces)

@@ -1,4 +1,4 @@
-"""ThreadedReader (mcp_server/reader.py): the thread that reads a call runs it while another
+"""ThreadedReader (mcp_server/stdio/reader.py): the thread that reads a call runs it while another
 thread reads on; the lines it does not take reach the SDK's pipe in order; stdin's end
 closes that pipe and ends every thread; with every thread busy a call goes to the SDK; a
 client that waits for each answer is served by two threads; a regular file is read too."""
@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from game_bridge_mcp.mcp_server.reader import ThreadedReader
+from game_bridge_mcp.mcp_server.stdio.reader import ThreadedReader
 from launch_helpers import wait_until
 
 pytestmark = pytest.mark.timeout(30)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_row_is_a_whole_transport(row: Any) -> None:
     module = importlib.import_module(f"game_bridge_mcp.mcp_server.{row.module}")
     implementation = getattr(module, "TRANSPORT", None)
-    assert implementation is not None, f"mcp_server/{row.module}.py has no TRANSPORT (its serving.Transport class)"
+    assert implementation is not None, f"game_bridge_mcp.mcp_server.{row.module} has no TRANSPORT (its serving.Transport class)"
     assert inspect.isclass(implementation) and issubclass(implementation, serving.Transport), \
         f"{row.module}.TRANSPORT is not a serving.Transport"
     assert not inspect.isabstract(implementation), \

@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
-from ..errors import BridgeUsageError
-from ..paths import TOKEN_FILENAME, http_dir
+from ...errors import BridgeUsageError
+from ...paths import TOKEN_FILENAME, http_dir
 
 log = logging.getLogger("game_bridge_mcp")
 

@@ -13,8 +13,8 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from .adapter import BridgeServer
-from .httpgate import Receive, Scope, Send
+from ..adapter import BridgeServer
+from .gate import Receive, Scope, Send
 
 log = logging.getLogger("game_bridge_mcp")
 

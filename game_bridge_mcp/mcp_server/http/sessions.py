@@ -16,9 +16,9 @@ import anyio.abc
 import anyio.to_thread
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
-from . import httpfast
-from .adapter import MAX_CALLS, PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS, BridgeServer
-from .httpgate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
+from . import fast as httpfast
+from ..adapter import MAX_CALLS, PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS, BridgeServer
+from .gate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
 from .sessionless import Sessionless
 
 log = logging.getLogger("game_bridge_mcp")
@@ -240,7 +240,7 @@ class SessionManager:
         return status
 
     async def _fast(self, session: HttpSession, call: httpfast.Call, receive: Receive, send: Send) -> int | None:
-        """A call answered by the fast path (``httpfast.py``), counted as the session's."""
+        """A call answered by the fast path (``fast.py``), counted as the session's."""
         running = httpfast.Running()
         session.fast[call.ident] = running
         session.busy += 1

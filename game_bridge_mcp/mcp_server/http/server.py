@@ -15,15 +15,15 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..config import Config
-from ..core.bridge import Bridge
-from ..core.composites import Composite
-from ..errors import BridgeUsageError
-from .adapter import BridgeServer
-from .fastpath import DISABLE_ENV
-from .httpgate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
+from ...config import Config
+from ...core.bridge import Bridge
+from ...core.composites import Composite
+from ...errors import BridgeUsageError
+from ..adapter import BridgeServer
+from ..stdio.fastpath import DISABLE_ENV
+from .gate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
 from .owners import SharedLauncher
-from .serving import Transport, run
+from ..serving import Transport, run
 from .sessions import SessionManager
 
 log = logging.getLogger("game_bridge_mcp")
@@ -86,7 +86,7 @@ class HttpTransport(Transport):
         token, token_file = server_token(config.environ, config.registry_dir, loopback=loopback)
         self._sock = sock = _bind(host, port)
         bound = int(sock.getsockname()[1])
-        from ..launch.launcher import Launcher
+        from ...launch.launcher import Launcher
 
         shared = self.shared = SharedLauncher(lambda: Launcher(config))
         composites = self.composites

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from mcp import ClientSession
 
-from ..errors import BridgeError, BridgeUsageError
+from ...errors import BridgeError, BridgeUsageError
 
 
 def _client_streams(url: str, headers: dict[str, str]) -> Any:

@@ -18,14 +18,14 @@ import anyio
 import anyio.abc
 from mcp.server.stdio import stdio_server
 
-from ..config import Config
-from ..core.bridge import Bridge
-from ..core.composites import Composite
-from .adapter import BridgeServer
+from ...config import Config
+from ...core.bridge import Bridge
+from ...core.composites import Composite
+from ..adapter import BridgeServer
 from .fastpath import DISABLE_ENV, FastPath
 from .pipes import LineReader, Writer, hung_up, loop_streams
 from .reader import ThreadedReader
-from .serving import Transport, run
+from ..serving import Transport, run
 
 log = logging.getLogger("game_bridge_mcp")
 

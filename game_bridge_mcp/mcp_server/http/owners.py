@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ..errors import BridgeUsageError
+from ...errors import BridgeUsageError
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .. import polling
-from .adapter import CANCELLED_CODE, BridgeServer
-from .results import call_result_chunks, error_result
-from .fastpath import KNOWN_VERSIONS
-from .httpgate import Message, Receive, Scope, Send
+from ... import polling
+from ..adapter import CANCELLED_CODE, BridgeServer
+from ..results import call_result_chunks, error_result
+from ..stdio.fastpath import KNOWN_VERSIONS
+from .gate import Message, Receive, Scope, Send
 
 log = logging.getLogger("game_bridge_mcp")
 

@@ -10,9 +10,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Protocol
 
-from .. import polling
-from .adapter import MAX_CALLS, BridgeServer
-from .results import call_result_chunks, error_result
+from ... import polling
+from ..adapter import MAX_CALLS, BridgeServer
+from ..results import call_result_chunks, error_result
 
 log = logging.getLogger("game_bridge_mcp")
 

@@ -1,0 +1,1 @@
+"""The streamable HTTP transport: the server (server.py), its door (gate.py), its sessions (sessions.py) and sessionless requests (sessionless.py), who launched what (owners.py), plain calls answered without the SDK's machinery (fast.py), and the client call --url uses (remote.py)."""

@@ -1,0 +1,1 @@
+"""The stdio transport: the server (server.py), its pipes on the event loop (pipes.py), stdin read by threads that run the calls they read (reader.py), and tools/call answered without the SDK's request machinery (fastpath.py)."""
