@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""What the gym wrapper costs an environment, against a bare Python loop, in one run.
+
+* **step**: one ``advance {frames: 1}`` through the bridge (the tool's handler, in this
+  process, on a paused ALE Breakout served by ``python -m game_bridge_mcp.game.gym``:
+  the command, its confirmation and the digest after), against the floor: one
+  ``env.step`` plus ``env.render()`` in a bare loop in this process. Target: within 3x.
+* **1000 steps**: ``advance {frames: 1000}`` through the bridge against 1,000 steps (with
+  a render each) of the bare loop. Target: within 1.3x.
+* **save / restore**: ``snapshot_save`` and ``snapshot_load`` over the game's own HTTP
+  surface (``/command``, then ``/state?after=``), each against one ``noop`` the same way (the
+  floor of any confirmed command). Target: each under 5 ms.
+* **many**: N instances (default 16) of Breakout launched paused by one bridge from one
+  gamebridge.json (``launch_instance``), then stepped round-robin by ``advance {frames: 1}``
+  calls and by ``advance {frames: 100}`` calls for a few seconds: steps a second in all, and
+  each instance's memory (RSS, and USS: what ending it frees).
+
+Rounds alternate between the bridge and its floor, so the machine's load falls on both;
+each figure is the median of its rounds, and the ratio is bridge over floor.
+
+    .venv/bin/python scripts/bench_gym.py [--quick] [--json] [--only step|snapshot|many] [--instances N]
+
+Every process is started and reaped here (a scratch home and registry, removed after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import benchkit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from game_bridge_mcp.config import Config  # noqa: E402
+from game_bridge_mcp.core.bridge import Bridge  # noqa: E402
+from game_bridge_mcp.core.tools.clock import advance  # noqa: E402
+
+ENV_ID = "ALE/Breakout-v5"
+
+
+@contextmanager
+def wrapped(home: Path, *args: str) -> Iterator[int]:
+    """The wrapper on Breakout, paused; its port."""
+    env = dict(os.environ, GAME_BRIDGE_START_PAUSED="1", PYTHONPATH=str(ROOT), GAME_BRIDGE_HOME=str(home),
+               GAME_BRIDGE_INSTANCES=str(home / "instances"))
+    proc = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp.game.gym", "--port", "0", "--seed", "1", *args,
+                             ENV_ID], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    port: list[int] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            found = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                port.append(int(found.group(1)))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        ready.wait(120)
+        if not port:
+            raise SystemExit("the gym wrapper did not start (is ale-py installed?)")
+        yield port[0]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+class Floor:
+    """The bare loop: the environment in this process, stepped and rendered."""
+
+    def __init__(self) -> None:
+        import ale_py
+        import gymnasium as gym
+
+        gym.register_envs(ale_py)
+        self.env = gym.make(ENV_ID, render_mode="rgb_array")
+        self.env.reset(seed=1)
+        self.step(1)  # fire
+
+    def step(self, action: int = 0) -> None:
+        _obs, _r, terminated, truncated, _info = self.env.step(action)
+        self.env.render()
+        if terminated or truncated:
+            self.env.reset()
+
+    def steps(self, n: int) -> float:
+        started = time.perf_counter()
+        for _ in range(n):
+            self.step()
+        return (time.perf_counter() - started) * 1000
+
+
+class Raw:
+    """One kept-alive connection to the game: a command confirmed with ``after``."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+    def get(self, path: str) -> Any:
+        self.conn.request("GET", path)
+        return json.loads(self.conn.getresponse().read())
+
+    def confirmed(self, query: str) -> tuple[float, dict[str, Any]]:
+        started = time.perf_counter()
+        sent = self.get("/command?" + query)
+        state = self.get(f"/state?view=digest&after={sent['commandId']}&waitMs=5000")
+        elapsed = (time.perf_counter() - started) * 1000
+        outcome = next(r for r in state["commandResults"] if r["id"] == sent["commandId"])
+        assert outcome["ok"], outcome
+        return elapsed, outcome.get("result") or {}
+
+
+def measure_steps(home: Path, rounds: int, long_steps: int) -> dict[str, Any]:
+    floor = Floor()
+    with wrapped(home) as port:
+        bridge = Bridge(Config(port=port, environ={}, scan=False, registry=False))
+        advance(bridge, port=port, frames=1)  # the bridge learns the game
+        one_bridge, one_floor, long_bridge, long_floor = [], [], [], []
+        calls = 20
+        for _ in range(rounds):
+            started = time.perf_counter()
+            for _ in range(calls):
+                assert advance(bridge, port=port, frames=1)["framesAdvanced"] == 1
+            one_bridge.append((time.perf_counter() - started) * 1000 / calls)
+            one_floor.append(floor.steps(calls) / calls)
+            started = time.perf_counter()
+            assert advance(bridge, port=port, frames=long_steps)["framesAdvanced"] == long_steps
+            long_bridge.append((time.perf_counter() - started) * 1000)
+            long_floor.append(floor.steps(long_steps))
+        bridge.shutdown()
+    floor.env.close()
+    one = {"bridgeMs": benchkit.median(one_bridge), "floorMs": benchkit.median(one_floor)}
+    one["ratio"] = one["bridgeMs"] / one["floorMs"]
+    many = {"steps": long_steps, "bridgeMs": benchkit.median(long_bridge), "floorMs": benchkit.median(long_floor)}
+    many["ratio"] = many["bridgeMs"] / many["floorMs"]
+    return {"oneStep": one, "longAdvance": many}
+
+
+def measure_snapshots(home: Path, rounds: int) -> dict[str, Any]:
+    with wrapped(home) as port:
+        raw = Raw(port)
+        features = raw.get("/health")["features"]
+        if "snapshot" not in features:
+            return {"skipped": f"the game does not advertise snapshot (features: {', '.join(features)})"}
+        raw.confirmed("cmd=act&action=FIRE&frames=30")
+        save, load, noop, sizes = [], [], [], []
+        for _ in range(rounds):
+            ms, result = raw.confirmed("cmd=snapshot_save")
+            save.append(ms)
+            sizes.append(result.get("bytes", 0))
+            raw.confirmed("cmd=act&action=LEFT&frames=5")
+            ms, _ = raw.confirmed(f"cmd=snapshot_load&id={result['id']}")
+            load.append(ms)
+            raw.confirmed(f"cmd=snapshot_drop&id={result['id']}")
+            noop.append(raw.confirmed("cmd=noop")[0])
+            raw.confirmed("cmd=act&action=RIGHT&frames=3")
+    return {"saveMs": benchkit.median(save), "loadMs": benchkit.median(load), "noopMs": benchkit.median(noop),
+            "bytes": int(benchkit.median(sizes))}
+
+
+def measure_many(home: Path, count: int, seconds: float) -> dict[str, Any]:
+    import psutil
+
+    from game_bridge_mcp.core.tools.instances import launch_instance
+    from game_bridge_mcp.launch.declaration import load_declaration
+
+    project = home / "project"
+    project.mkdir()
+    subprocess.run([sys.executable, "-m", "game_bridge_mcp", "gym", "--init", "--seed", "1", ENV_ID], cwd=project,
+                   check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    path = project / "gamebridge.json"  # (its default port range; past it, the launcher takes the OS's ports)
+    env = dict(os.environ, GAME_BRIDGE_HOME=str(home), PYTHONPATH=str(ROOT))
+    bridge = Bridge(Config(environ=env, registry_dir=home / "instances", scan_range=(1,),
+                           declaration=load_declaration(path)))
+    try:
+        started = time.perf_counter()
+        launched = [launch_instance(bridge, paused=True, timeout_ms=120000) for _ in range(count)]
+        ports = [int(answer["port"]) for answer in launched]
+        launch_s = time.perf_counter() - started
+        for port in ports:
+            advance(bridge, port=port, frames=1)
+        rates = {}
+        for frames in (1, 100):
+            steps, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                for port in ports:
+                    steps += advance(bridge, port=port, frames=frames)["framesAdvanced"]
+            rates[f"frames{frames}"] = steps / (time.perf_counter() - started)
+        rss, uss = [], []
+        for answer in launched:
+            info = psutil.Process(int(answer["pid"])).memory_full_info()
+            rss.append(info.rss / 2 ** 20)
+            uss.append(info.uss / 2 ** 20)
+    finally:
+        bridge.shutdown()
+    return {"instances": count, "launchSeconds": launch_s, "stepsPerSecond": rates,
+            "rssMiB": benchkit.median(rss) if rss else None, "ussMiB": benchkit.median(uss) if uss else None,
+            "measured": len(rss)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds and instances (a smoke run)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--only", choices=("step", "snapshot", "many"))
+    parser.add_argument("--instances", type=int, default=16)
+    args = parser.parse_args(argv)
+    rounds, long_steps, count, seconds = (2, 100, 2, 1.0) if args.quick else (7, 1000, args.instances, 5.0)
+    home = Path(tempfile.mkdtemp(prefix="gb-gymbench-"))
+    report: dict[str, Any] = {"machine": benchkit.machine()}
+    try:
+        if args.only in (None, "step"):
+            report["step"] = measure_steps(home, rounds, long_steps)
+        if args.only in (None, "snapshot"):
+            report["snapshot"] = measure_snapshots(home, rounds * 3)
+        if args.only in (None, "many"):
+            report["many"] = measure_many(home, count, seconds)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"machine: load {report['machine'].get('load')}")
+    if "step" in report:
+        one, many = report["step"]["oneStep"], report["step"]["longAdvance"]
+        print(f"advance {{frames: 1}} through the bridge {one['bridgeMs']:.3f} ms, env.step + render "
+              f"{one['floorMs']:.3f} ms: {one['ratio']:.2f}x (target 3x)")
+        print(f"advance {{frames: {many['steps']}}} {many['bridgeMs']:.1f} ms, the bare loop {many['floorMs']:.1f} ms: "
+              f"{many['ratio']:.2f}x (target 1.3x)")
+    if "snapshot" in report:
+        snap = report["snapshot"]
+        if "skipped" in snap:
+            print(f"snapshots: skipped ({snap['skipped']})")
+        else:
+            print(f"snapshot_save {snap['saveMs']:.2f} ms, snapshot_load {snap['loadMs']:.2f} ms over HTTP "
+                  f"(a confirmed noop {snap['noopMs']:.2f} ms; {snap['bytes']} bytes; target 5 ms each)")
+    if "many" in report:
+        many = report["many"]
+        rates = many["stepsPerSecond"]
+        print(f"{many['instances']} instances launched paused in {many['launchSeconds']:.1f} s; stepped round-robin: "
+              f"{rates['frames1']:.0f} steps/s in all by advance {{frames: 1}}, {rates['frames100']:.0f} by "
+              f"{{frames: 100}}; memory an instance: RSS {many['rssMiB']:.0f} MiB, USS {many['ussMiB']:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
