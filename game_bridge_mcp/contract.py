@@ -20,6 +20,8 @@ TOOLS = "/tools"
 EVENTS = "/events"
 #: The ``screenshot`` extension's endpoint.
 SCREENSHOT = "/screenshot"
+#: The ``snapshot`` extension's endpoint: ``GET /snapshot?id=`` the bytes, ``POST /snapshot`` them back.
+SNAPSHOT = "/snapshot"
 
 #: ``/command``'s key for the command's name; every other query parameter is an argument.
 CMD = "cmd"
@@ -51,11 +53,26 @@ EVENTS_FEATURE = "events"
 SCREENSHOT_FEATURE = "screenshot"
 CLOCK = "clock"
 INPUT = "input"
+SNAPSHOT_FEATURE = "snapshot"
 #: Every extension, as a game lists it in ``/health`` ``features``.
-FEATURES = (RESULTS, AFTER_FEATURE, VIEW_FEATURE, EVENTS_FEATURE, SCREENSHOT_FEATURE, CLOCK, INPUT)
+FEATURES = (RESULTS, AFTER_FEATURE, VIEW_FEATURE, EVENTS_FEATURE, SCREENSHOT_FEATURE, CLOCK, INPUT, SNAPSHOT_FEATURE)
 
 #: ``clock``'s commands.
 CLOCK_COMMANDS = ("pause", "resume", "step")
+#: ``snapshot``'s commands: save (its result ``{id, simFrame, bytes}``), load and drop (argument ``id``).
+SNAPSHOT_SAVE = "snapshot_save"
+SNAPSHOT_LOAD = "snapshot_load"
+SNAPSHOT_DROP = "snapshot_drop"
+SNAPSHOT_COMMANDS = (SNAPSHOT_SAVE, SNAPSHOT_LOAD, SNAPSHOT_DROP)
+#: ``snapshot``: ``GET /snapshot?id=<id>`` and the commands' argument.
+SNAPSHOT_ID = "id"
+#: ``snapshot``: ``/state``'s keys a load does not give back (they go on counting; whether the
+#: clock runs is not part of a snapshot).
+NOT_RESTORED_KEYS = ("frame", "completedCommandId", "commandResults", "events", "paused")
+#: ``snapshot``: the event a load adds (with ``id``).
+SNAPSHOT_LOADED_EVENT = "snapshot:loaded"
+#: ``snapshot``: ``/health``'s field for the largest body ``POST /snapshot`` takes.
+SNAPSHOT_MAX_BYTES_FIELD = "snapshotMaxBytes"
 #: ``input``'s commands and the argument names each takes.
 INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action"), "text": ("text",)}
 #: ``view=digest`` keeps these top-level keys whole, and inside ``game`` only the scalar values.
@@ -66,7 +83,7 @@ DIGEST_KEEPS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "even
 #: The bridge's own toolset, in the order it is listed: a game's tool of one of these names
 #: is dropped from its manifest, since it would hide the bridge's.
 BRIDGE_TOOLSET = ("get_state", "get_health", "raw_command", "wait_for", "get_screenshot", "advance",
-                  "get_events", "close")
+                  "get_events", "save_state", "restore_state", "fork_instance", "list_states", "close")
 
 # ----------------------------------------------------------------------------- environment
 
@@ -97,6 +114,13 @@ DESCRIPTION_CHARS = 2000
 UI_TEXT_CHARS = 4000
 #: A command's ``result`` in an answer, in characters of JSON.
 RESULT_CHARS = 2000
+#: ``snapshot``: ``snapshotMaxBytes`` when ``/health`` does not say (64 MiB), and how many
+#: snapshots a game keeps that it was not told to drop.
+SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024
+SNAPSHOTS_KEPT = 16
+#: ``snapshot``: an id is at most this long, from ``[A-Za-z0-9._-]``.
+SNAPSHOT_ID_CHARS = 64
+SNAPSHOT_ID_PATTERN = r"[A-Za-z0-9._-]{1,64}"
 
 # ----------------------------------------------------------------------------- confirmation
 

@@ -38,6 +38,7 @@ ENV_SCREENSHOTS = "GAME_BRIDGE_SCREENSHOTS"
 LOCKS_DIRNAME = "locks"
 LOGS_DIRNAME = "logs"
 SCREENSHOTS_DIRNAME = "screenshots"
+STATES_DIRNAME = "states"
 PYTHONPATH_DIRNAME = "pythonpath"
 #: The directory holding this package (the link in ``pythonpath/`` points at it).
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -246,6 +247,12 @@ def screenshot_dir(environ: Mapping[str, str] | None = None, override: str | Pat
     if named:
         return _named_dir(_expand(named, env))
     return _private_under_home(SCREENSHOTS_DIRNAME, environ, override)
+
+
+def states_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None) -> Path | None:
+    """Where saved states go (``save_state``, core/statestore.py): ``<home>/states``, private
+    (see the module docstring); None when no private directory can be had."""
+    return _private_under_home(STATES_DIRNAME, environ, override)
 
 
 def package_path_dir(environ: Mapping[str, str] | None = None, override: str | Path | None = None,

@@ -20,9 +20,10 @@ from .features import FeatureChecks
 from .host import HostChecks
 from .images import ScreenshotChecks
 from .protocol import ProtocolChecks
+from .snapshot import SnapshotChecks
 from ..config import OptionError, OptionParser
 from ..contract import (AFTER_FEATURE, CLOCK, EVENTS_FEATURE, FEATURES, INPUT, RESULTS, SCREENSHOT_FEATURE,
-                        VIEW_FEATURE)
+                        SNAPSHOT_FEATURE, VIEW_FEATURE)
 from ..errors import BridgeError, BridgeUsageError
 from ..manifest.progress import TerminalProgress
 from ..manifest.sanitise import terminal
@@ -34,10 +35,10 @@ ENTRY_GRACE_S = 1.5
 
 # --------------------------------------------------------------------------- the run
 
-class Checker(ProtocolChecks, HostChecks, FeatureChecks, EventChecks, ScreenshotChecks, ClockChecks):
+class Checker(ProtocolChecks, HostChecks, FeatureChecks, EventChecks, ScreenshotChecks, SnapshotChecks, ClockChecks):
     """Runs the checks against one port and writes the checklist as it goes. The checks
     themselves live in :mod:`.protocol`, :mod:`.host` and, for the extensions a game
-    advertises, :mod:`.features`, :mod:`.events`, :mod:`.images` and :mod:`.clock`; this
+    advertises, :mod:`.features`, :mod:`.events`, :mod:`.images`, :mod:`.snapshot` and :mod:`.clock`; this
     is their order, and the one place that decides which run.
 
     ``relaunch(extra_env) -> (port, stop)`` (``--launch`` only) starts a second instance
@@ -89,6 +90,7 @@ EXTENSION_CHECKS: dict[str, Callable[[Checker, list[str]], None]] = {
     EVENTS_FEATURE: lambda checker, _features: checker.check_events(),
     INPUT: lambda checker, _features: checker.check_input(),
     SCREENSHOT_FEATURE: lambda checker, features: checker.check_screenshot(with_input=INPUT in features),
+    SNAPSHOT_FEATURE: lambda checker, features: checker.check_snapshot(features),
     CLOCK: lambda checker, features: checker.check_clock(use_after=AFTER_FEATURE in features),
 }
 

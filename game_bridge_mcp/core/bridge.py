@@ -23,6 +23,7 @@ from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, check_composites
 from .host import Host, Instance, Progress
 from .screenshot import Screenshots
+from .states.store import StateStore
 from .tools.table import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
 from .tools.unit import ToolDef, check_arguments
 
@@ -51,6 +52,8 @@ class Bridge:
         self._lock = threading.Lock()
         self._manifest_file = ManifestFile(self.config.manifest_file)
         self.screenshots = Screenshots(environ=self.config.environ, registry_dir=self.config.registry_dir)
+        #: The states this session saved (save_state; core/statestore.py).
+        self.states = StateStore(environ=self.config.environ, registry_dir=self.config.registry_dir)
         self._closed = False
 
     # ------------------------------------------------------------------ instances
@@ -197,6 +200,12 @@ class Bridge:
         if self._closed:
             return
         self._closed = True
+        try:
+            from .states.saving import close_session
+
+            close_session(self)  # its states go (kept ones stay), live copies in games it did not launch too
+        except Exception:
+            log.exception("dropping the session's states failed")
         with self._lock:
             clients = [inst.client for inst in self._instances.values()]
         for client in clients:

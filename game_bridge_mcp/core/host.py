@@ -15,8 +15,10 @@ from ..wire.client import GameClient
 from ..wire.transport import Opener
 from .composites import Composite
 from .events import Shown
+from .states.journal import Journal
 from .pending import PendingCommands
 from .screenshot import Screenshots
+from .states.store import StateStore
 from .tools.unit import ToolDef
 
 T = TypeVar("T")
@@ -43,6 +45,10 @@ class Instance:
     pending: PendingCommands = field(default_factory=PendingCommands)
     #: What the agent has been shown of it: the events cursor (core/events.py).
     shown: Shown = field(default_factory=Shown)
+    #: What was sent to it since this bridge launched it paused (core/journal.py), and the
+    #: launched process that is of, (pid, started); None: not recorded.
+    journal: Journal | None = None
+    journal_key: tuple[Any, Any] | None = None
 
 
 class Host(Protocol):
@@ -56,6 +62,9 @@ class Host(Protocol):
 
     @property
     def composites(self) -> tuple[Composite, ...]: ...
+
+    @property
+    def states(self) -> StateStore: ...
 
     @property
     def opener(self) -> Opener | None: ...

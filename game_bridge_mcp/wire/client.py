@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import polling
 from ..config import port_number
-from ..contract import CMD, FRAME_HEADER, VIEW_FEATURE, WINDOW_HEADER
+from ..contract import CMD, FRAME_HEADER, SNAPSHOT_MAX_BYTES_FIELD, VIEW_FEATURE, WINDOW_HEADER
 from ..jsonio import decode_json, decode_json_taking
 from ..polling import Deadline, poll_until
 from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSurface,
@@ -124,6 +124,9 @@ class GameClient:
         #: Sends commands and confirms them, given this client's endpoints and what it knows
         #: (through a weak proxy: the client is freed, and its connections closed, as before).
         self.confirmer = Confirmer(weakref.proxy(self), self.known, self.frames, clock=clock, sleep=sleep)
+        #: Told of every command the game accepted: ``(cmd, args, simFrame before, commandId)``
+        #: (the bridge's journal of a launched paused game, core/journal.py); None: nobody.
+        self.on_sent: Callable[[str, dict[str, Any], int | None, int | None], None] | None = None
 
     # ----------------------------------------------------------------- what is known
     def forget(self) -> None:
@@ -203,13 +206,21 @@ class GameClient:
             self.known.completed_id = counter(doc.get("completedCommandId"))
         if isinstance(doc.get("paused"), bool):
             self.known.paused = doc["paused"]
+        if "simFrame" in doc:
+            self.known.sim_frame = counter(doc.get("simFrame"))
 
-    def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = ()) -> HttpResponse:
-        """One GET; transport failures become GameOffline/NotAGameSurface, except the
-        TransportError kinds in ``keep``, re-raised for the caller to word."""
-        opener = self._session or self._open
+    def _request(self, path: str, *, timeout_s: float, max_bytes: int, keep: tuple[str, ...] = (),
+                 body: bytes | None = None) -> HttpResponse:
+        """One GET (a POST of ``body``, on a connection of its own); transport failures become
+        GameOffline/NotAGameSurface, except the TransportError kinds in ``keep``, re-raised
+        for the caller to word."""
         try:
-            response = opener(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes)
+            if body is None:
+                response = (self._session or self._open)(self.base_url + path, timeout=max(timeout_s, 0.001),
+                                                          max_bytes=max_bytes)
+            else:
+                post: Any = self._open
+                response = post(self.base_url + path, timeout=max(timeout_s, 0.001), max_bytes=max_bytes, body=body)
         except TransportError as exc:
             if exc.kind in keep:
                 raise
@@ -263,6 +274,7 @@ class GameClient:
         known = self.known
         known.health_has_completed_id = counter(body.get("completedCommandId")) is not None
         known.features = read_features(body)
+        known.snapshot_max_bytes = counter(body.get(SNAPSHOT_MAX_BYTES_FIELD))
         known.health_cost_s = arrived - sent
         return body
 
@@ -418,8 +430,17 @@ class GameClient:
         if body.get("accepted") is False or response.status != 200:
             reason = body.get("error") or body.get("message") or body.get("reason") or f"HTTP {response.status}"
             raise CommandRejected(self.port, cmd, str(reason)[:300], body)
+        sim_frame = self.known.sim_frame  # before the answer: the frame it was sent at
         self._observe(body, sent, arrived)
+        if self.on_sent is not None:
+            self.on_sent(cmd, dict(args or {}), sim_frame, counter(body.get("commandId")))
         return body
+
+    def exchange(self, path: str, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+                 body: bytes | None = None, keep: tuple[str, ...] = ()) -> HttpResponse:
+        """One request of an extension that answers more than JSON (``snapshot``'s bytes, see
+        wire/snapshots.py): a GET, or a POST of ``body``; the status is the caller's to read."""
+        return self._request(path, timeout_s=self._timeout_s(timeout_ms), max_bytes=max_bytes, keep=keep, body=body)
 
     # ----------------------------------------------------------------- close
     def port_is_quiet(self, *, timeout_ms: int = 250) -> bool:

@@ -1,5 +1,5 @@
-"""HTTP/1.1 on one connected socket: :class:`Exchange` sends one GET and reads its answer
-(``http.client``'s limits, every read bounded by one deadline, at most ``max_bytes`` of
+"""HTTP/1.1 on one connected socket: :class:`Exchange` sends one GET (or a POST with a
+body) and reads its answer (``http.client``'s limits, every read bounded by one deadline, at most ``max_bytes`` of
 body), and says whether the connection may carry another request."""
 
 from __future__ import annotations
@@ -318,9 +318,9 @@ class Exchange:
         self.reusable = False
 
     def run(self, sock: socket.socket, host: str, port: int, path: str, deadline: float,
-            timeout: float, max_bytes: int, *, keep_alive: bool) -> HttpResponse:
+            timeout: float, max_bytes: int, *, keep_alive: bool, body: bytes | None = None) -> HttpResponse:
         try:
-            return self._run(sock, host, port, path, deadline, max_bytes, keep_alive)
+            return self._run(sock, host, port, path, deadline, max_bytes, keep_alive, body)
         except TransportError:
             raise
         except _Malformed as exc:
@@ -342,11 +342,17 @@ class Exchange:
         return self.reader is not None and self.reader.received > 0
 
     def _run(self, sock: socket.socket, host: str, port: int, path: str, deadline: float,
-             max_bytes: int, keep_alive: bool) -> HttpResponse:
+             max_bytes: int, keep_alive: bool, body: bytes | None = None) -> HttpResponse:
         host_header = f"[{host}]" if ":" in host else host
-        request = (f"GET {path} HTTP/1.1\r\nHost: {host_header}:{port}\r\n"
-                   "Accept: application/json\r\n" + ("" if keep_alive else "Connection: close\r\n")
-                   + "User-Agent: game-bridge-mcp\r\n\r\n").encode("latin-1")
+        if body is None:
+            request = (f"GET {path} HTTP/1.1\r\nHost: {host_header}:{port}\r\n"
+                       "Accept: application/json\r\n" + ("" if keep_alive else "Connection: close\r\n")
+                       + "User-Agent: game-bridge-mcp\r\n\r\n").encode("latin-1")
+        else:  # a POST (snapshot bytes): the head and the body in one send
+            request = (f"POST {path} HTTP/1.1\r\nHost: {host_header}:{port}\r\n"
+                       "Accept: application/json\r\nContent-Type: application/octet-stream\r\n"
+                       f"Content-Length: {len(body)}\r\n" + ("" if keep_alive else "Connection: close\r\n")
+                       + "User-Agent: game-bridge-mcp\r\n\r\n").encode("latin-1") + body
         if sock.gettimeout() != 0.0:
             sock.settimeout(0.0)  # once a connection: the reader waits with poll, to the deadline
         reader = self.reader = _AnswerReader(sock, deadline)

@@ -44,6 +44,10 @@ class Known:
         #: ``paused`` in the newest answer that carried it (None: unknown): a command on a
         #: paused game with ``clock`` may wait for its clock (see wire/confirm.py).
         self.paused: bool | None = None
+        #: ``simFrame`` in the newest answer that carried it (None: unknown).
+        self.sim_frame: int | None = None
+        #: ``snapshot``: ``/health``'s ``snapshotMaxBytes`` (None: not said, the contract's default).
+        self.snapshot_max_bytes: int | None = None
         #: What the last /state, /state?view=digest and /health cost (seconds).
         self.state_cost_s = 0.0
         self.digest_cost_s = 0.0

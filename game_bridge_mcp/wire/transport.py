@@ -30,6 +30,12 @@ class Opener(Protocol):
     def __call__(self, url: str, *, timeout: float, max_bytes: int) -> HttpResponse: ...
 
 
+class PostOpener(Protocol):
+    """An opener that can also POST a body (``body=None``: a GET), as both of this module's do."""
+
+    def __call__(self, url: str, *, timeout: float, max_bytes: int, body: bytes | None = None) -> HttpResponse: ...
+
+
 #: Addresses already parsed from URLs (``host:port`` text to host and port), so a burst of
 #: requests to one game parses its address once.
 _ADDRESSES: dict[str, tuple[str, int]] = {}
@@ -80,26 +86,27 @@ def _abort(sock: socket.socket) -> None:
 
 
 def _exchange(exchange: Exchange, sock: socket.socket, host: str, port: int, path: str, deadline: float,
-              timeout: float, max_bytes: int, *, keep_alive: bool) -> HttpResponse:
+              timeout: float, max_bytes: int, *, keep_alive: bool, body: bytes | None = None) -> HttpResponse:
     """One exchange that a cancellation of its call ends at once (see ``polling.py``):
     the socket is shut down and the request raises ``Cancelled``, not a transport error
     that would read as the game's fault."""
     with polling.on_cancel(lambda: _abort(sock)):
         try:
-            return exchange.run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=keep_alive)
+            return exchange.run(sock, host, port, path, deadline, timeout, max_bytes, keep_alive=keep_alive, body=body)
         except TransportError:
             polling.check_cancelled()
             raise
 
 
-def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES) -> HttpResponse:
-    """GET ``url`` with one deadline for the whole request and a cap on the body."""
+def loopback_opener(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES,
+                    body: bytes | None = None) -> HttpResponse:
+    """GET ``url`` (POST ``body`` to it) with one deadline for the whole request and a cap on the answer."""
     host, port, path = _split_url(url)
     deadline = time.monotonic() + timeout
     polling.check_cancelled()
     sock = _connect(host, port, timeout)
     try:
-        return _exchange(Exchange(), sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False)
+        return _exchange(Exchange(), sock, host, port, path, deadline, timeout, max_bytes, keep_alive=False, body=body)
     finally:
         sock.close()
 
@@ -120,7 +127,7 @@ class KeepAliveSession:
 
     A reused connection that fails before any byte of its answer is retried once on a
     fresh one (a server may close an idle connection at any moment), except for
-    ``/command``, which is never sent twice: a failed command surfaces as the error it is.
+    ``/command`` and a POST, never sent twice: a failed command surfaces as the error it is.
     :meth:`close` (or ``with``) closes the idle connections.
     """
 
@@ -132,7 +139,8 @@ class KeepAliveSession:
         #: Requests that went over a connection already used (for tests and benchmarks).
         self.reused = 0
 
-    def __call__(self, url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES) -> HttpResponse:
+    def __call__(self, url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES,
+                 body: bytes | None = None) -> HttpResponse:
         host, port, path = _split_url(url)
         deadline = time.monotonic() + timeout
         polling.check_cancelled()
@@ -140,13 +148,14 @@ class KeepAliveSession:
         if sock is not None:
             exchange = Exchange()
             try:
-                response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
+                response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True,
+                                     body=body)
             except BaseException as exc:
                 sock.close()
                 if not isinstance(exc, TransportError):
                     raise
                 retry = (exc.kind in ("reset", "malformed") and not exchange.answered
-                         and not path.startswith("/command"))
+                         and not path.startswith("/command") and body is None)
                 if not retry:
                     raise
             else:
@@ -155,7 +164,8 @@ class KeepAliveSession:
         sock = _connect(host, port, max(deadline - time.monotonic(), 0.001))
         exchange = Exchange()
         try:
-            response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True)
+            response = _exchange(exchange, sock, host, port, path, deadline, timeout, max_bytes, keep_alive=True,
+                                 body=body)
         except BaseException:
             sock.close()
             raise

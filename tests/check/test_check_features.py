@@ -90,7 +90,10 @@ def test_every_feature_of_the_reference_game_passes(tmp_path: Path) -> None:
                      "events: seq counts up by one (4..11 buffered, older ones dropped)",
                      "input: key {key, action, frames}", "screenshot: GET /screenshot?maxWidth=320&maxHeight=240: PNG 320x240",
                      "maxHeight=64: PNG 64x48", "clock: pause holds simFrame", "step {frames: 5} advances simFrame by "
-                     "exactly 5", "clock: resume restarts simFrame", "conventions: game.description and ui.text"):
+                     "exactly 5", "clock: resume restarts simFrame", "conventions: game.description and ui.text",
+                     "snapshot: a load gives back the saved /state", "and POST /snapshot takes them back",
+                     "refuses cut off, damaged, another game's, a pickle (code in disguise), empty bytes with 400",
+                     "over snapshotMaxBytes (67,108,864) is refused with 413", "snapshot: full at 16 kept"):
         assert result.has("PASS", fragment), (fragment, result)
     assert result.has("SKIP", "GAME_BRIDGE_START_PAUSED: checked only with --launch"), result
 
@@ -100,7 +103,7 @@ def test_a_game_without_features_is_checked_as_before(tmp_path: Path) -> None:
         result = check_game(game, "--no-close", tmp=tmp_path)
     assert result.code == 0, result
     assert result.has("PASS", "features: none advertised")
-    assert not any(line.startswith(("results", "after", "view", "events", "clock", "screenshot", "input"))
+    assert not any(line.startswith(("results", "after", "view", "events", "clock", "screenshot", "input", "snapshot"))
                    for line in result.levels("PASS") + result.levels("SKIP")), result
 
 
@@ -150,6 +153,8 @@ LYING = [
     ("screenshot-503-bad", {"screenshot"}, "answered 503 without"),
     ("input-wrong-args", {"input"}, "'key' has no argument key"),
     ("screenshot-no-window", {"input", "screenshot"}, "no X-Game-Window header"),
+    ("snapshot-load-partial", {"snapshot", "results", "clock"}, "/state is not what it was at saving: simFrame"),
+    ("snapshot-post-unchecked", {"snapshot", "results", "clock"}, "POST /snapshot took bytes that are not this build's"),
 ]
 
 
@@ -161,6 +166,17 @@ def test_each_lie_is_a_fail_that_says_what_was_wrong(lie: str, features: set[str
         result = check_game(game, "--no-close", "--timeout", "1000", tmp=tmp_path)
     assert result.code == 1, result
     assert result.has("FAIL", fragment), result
+
+
+def test_snapshots_kept_in_the_process_and_a_snapshot_without_its_companions(tmp_path: Path) -> None:
+    with played(HandmadeGame(hz=120, snapshot_portable=False, snapshot_max_bytes=4096).start()) as game:
+        result = check_game(game, "--no-close", tmp=tmp_path)
+    assert result.code == 0 and not result.levels("FAIL"), result
+    assert result.has("PASS", "GET /snapshot answers 409: the game keeps live copies"), result
+    assert result.has("PASS", "snapshot: full at 16 kept"), result
+    with HandmadeGame(features={"snapshot", "clock"}) as game:
+        result = check_game(game, "--no-close", tmp=tmp_path)
+    assert result.code == 1 and result.has("FAIL", "snapshot: advertised without results"), result
 
 
 def test_a_description_or_a_screen_text_too_long_is_warned(tmp_path: Path) -> None:

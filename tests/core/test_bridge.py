@@ -151,7 +151,7 @@ def test_a_game_tool_never_shadows_a_bridge_tool(game: FakeGame) -> None:
 def test_describe_bridge_passthrough_and_unknown(game: FakeGame) -> None:
     b = bridge_for(game)
     bridge = b.run_tool("describe_toolset", {"name": "bridge"})
-    assert {t["name"] for t in bridge["tools"]} == {"get_state", "get_health", "raw_command", "wait_for", "get_screenshot", "advance", "get_events", "close"}
+    assert {t["name"] for t in bridge["tools"]} == {"get_state", "get_health", "raw_command", "wait_for", "get_screenshot", "advance", "get_events", "save_state", "restore_state", "fork_instance", "list_states", "close"}
     assert all(t["inputSchema"]["type"] == "object" for t in bridge["tools"])
     passthrough = b.run_tool("describe_toolset", {"name": "passthrough"})
     assert passthrough["examples"] == ["add_score { n }"]

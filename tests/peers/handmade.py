@@ -21,7 +21,7 @@ It exits when it receives ``close`` (or SIGTERM/SIGINT), removing its registry e
 
 Options (keyword arguments; the same as the command-line flags):
 
-- ``features``: which of ``results after view events screenshot clock input`` it
+- ``features``: which of ``results after view events screenshot clock input snapshot`` it
   advertises in ``/health`` *and* serves (default: all). Without a feature its
   endpoints/fields/commands are absent, as in a game that never heard of it.
 - ``hz``: loop rate (frames a second). ``frame`` counts every loop turn; ``simFrame``
@@ -56,6 +56,16 @@ Commands (``/tools`` toolset ``play``; clock and input commands only with the fe
   the point). Commands complete in queue order: ``completedCommandId`` reaches ``N``
   only once every command up to ``N`` is done.
 
+- ``snapshot_save``, ``snapshot_load {id}``, ``snapshot_drop {id}`` (with ``snapshot``): the
+  world (``simFrame``, ``x``, ``spawned``, ``lastInput``: all its future depends on) kept in
+  the process, at most 16; ``GET /snapshot?id=`` sends it as bytes (a magic line, the
+  SHA-256 of the JSON, the JSON: data, checked whole before anything is loaded), ``POST
+  /snapshot`` takes them back (413 over ``snapshot_max_bytes``, 400 with the reason for
+  bytes of another game or build, damaged or cut off); ``snapshot_portable=False`` answers
+  ``GET /snapshot`` with 409 (live copies only).
+- ``noise``: ``game.noise`` draws from the system's randomness every simulated frame (a
+  game the same inputs do not reproduce).
+
 An unknown command is refused at ``/command`` (HTTP 404, ``accepted: false``, the list
 of commands). A ``Host`` other than loopback, or any ``Origin``, gets 403.
 """
@@ -64,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import signal
@@ -80,7 +91,10 @@ from typing import Any, Iterable, Mapping
 
 #: What an input command applied on a paused game returns: it completes later.
 _WAITS = object()
-FEATURES = ("results", "after", "view", "events", "screenshot", "clock", "input")
+FEATURES = ("results", "after", "view", "events", "screenshot", "clock", "input", "snapshot")
+#: ``snapshot``: the bytes' first line, and the most snapshots kept at once.
+SNAPSHOT_MAGIC = b"HANDMADE-SNAPSHOT 1\n"
+SNAPSHOTS_KEPT = 16
 
 #: Lying modes: each breaks one rule of docs/contract.md while still advertising the feature.
 LIES = {
@@ -116,9 +130,41 @@ LIES = {
     "screenshot-no-window": "screenshot: no X-Game-Window header, though input is advertised",
     "screenshot-503-bad": "screenshot: 503 with a text body, not {ok: false, error}",
     "input-wrong-args": "input: key takes 'name' instead of 'key', mouse has no button",
+    "snapshot-load-partial": "snapshot: a load gives back the world but not simFrame",
+    "snapshot-post-unchecked": "snapshot: POST /snapshot stores any bytes, unchecked (a load of junk then fails)",
 }
 
 _ALLOWED_DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
+
+
+# --------------------------------------------------------------------------- snapshot bytes, by hand
+
+def encode_snapshot(world: Mapping[str, Any]) -> bytes:
+    """A snapshot as bytes: a magic line, the SHA-256 of the JSON, the JSON. Data only."""
+    body = json.dumps(world, sort_keys=True).encode()
+    return SNAPSHOT_MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def decode_snapshot(data: bytes) -> dict[str, Any]:
+    """The world in ``data``; ValueError saying why they are not this game's snapshot."""
+    if not data.startswith(SNAPSHOT_MAGIC):
+        raise ValueError("not a Handmade snapshot (no HANDMADE-SNAPSHOT 1 line)")
+    digest, sep, body = data[len(SNAPSHOT_MAGIC):].partition(b"\n")
+    if not sep or hashlib.sha256(body).hexdigest().encode() != digest:
+        raise ValueError("damaged: the checksum does not match (cut off or changed)")
+    try:
+        world = json.loads(body)
+    except ValueError:
+        raise ValueError("damaged: the body is not JSON") from None
+    if not isinstance(world, dict) or world.get("game") != "Handmade" or world.get("version") != "1.0":
+        raise ValueError("from another game or build (game and version must be Handmade 1.0)")
+    ints = [world.get(k) for k in ("simFrame", "x", "spawned")]
+    if set(world) != {"game", "version", "simFrame", "x", "spawned", "lastInput"} or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in ints) or min(ints[0], ints[2]) < 0 or not (
+            world["lastInput"] is None or (isinstance(world["lastInput"], dict)
+                                           and all(isinstance(v, str) for v in world["lastInput"].values()))):
+        raise ValueError("not this build's fields (simFrame, x, spawned, lastInput)")
+    return world
 
 
 # --------------------------------------------------------------------------- PNG, by hand
@@ -182,7 +228,8 @@ class HandmadeGame:
                  description: str = "A hand-made test game: move the red block with move {dx}; nothing ends it.",
                  ui_text: str | None = None, size: tuple[int, int] = (320, 240), unavailable: str | None = None,
                  start_paused: bool | None = None, register: bool = False, lies: Iterable[str] = (),
-                 port: int = 0, environ: Mapping[str, str] | None = None) -> None:
+                 port: int = 0, environ: Mapping[str, str] | None = None,
+                 snapshot_max_bytes: int | None = None, snapshot_portable: bool = True, noise: bool = False) -> None:
         self.features = [f for f in FEATURES if f in set(features)]
         unknown = set(lies) - set(LIES)
         if unknown:
@@ -223,6 +270,16 @@ class HandmadeGame:
         self._threads: list[threading.Thread] = []
         self._connections: set[Any] = set()  # open sockets, shut on stop so keep-alive ends too
         self.entry_path: Path | None = None
+        #: ``snapshot``: the snapshots kept (id -> the saved world, or raw posted bytes), the
+        #: largest POST taken (None: not said in /health, the contract's 64 MiB), and whether
+        #: GET /snapshot sends bytes (False: 409, live copies only).
+        self.snapshots: dict[str, Any] = {}
+        self.snapshot_count = 0
+        self.snapshot_max_bytes = snapshot_max_bytes
+        self.snapshot_portable = snapshot_portable
+        #: ``noise``: a world that draws from the system's randomness each simulated frame
+        #: (``game.noise``), so the same inputs do not give the same game.
+        self.noise: float | None = 0.0 if noise else None
 
     # ------------------------------------------------------------------ life
     @property
@@ -330,8 +387,10 @@ class HandmadeGame:
                     self._finish(command_id, True, {"simFrame": self.sim_frame})
             else:
                 self.stepping = (command_id, left)
+            self._noise()
         elif simulate:
             self.sim_frame += 1
+            self._noise()
         while self.queue and self.stepping is None:
             command_id, cmd, args = self.queue.popleft()
             try:
@@ -346,6 +405,10 @@ class HandmadeGame:
         for shot in self.shots:
             self._render_shot(shot)
         self.shots.clear()
+
+    def _noise(self) -> None:
+        if self.noise is not None:
+            self.noise = round(int.from_bytes(os.urandom(4), "big") / 2**32, 6)
 
     def _finish(self, command_id: int, ok: bool, outcome: Any) -> None:
         self._finished.add(command_id)
@@ -375,6 +438,8 @@ class HandmadeGame:
             names += ["pause", "resume", "step"]
         if "input" in self.features:
             names += ["key", "mouse", "text"]
+        if "snapshot" in self.features:
+            names += ["snapshot_save", "snapshot_load", "snapshot_drop"]
         return names
 
     @staticmethod
@@ -431,12 +496,43 @@ class HandmadeGame:
                 return {"simFrame": self.sim_frame}
             self.stepping = (command_id, frames)
             return {"simFrame": self.sim_frame}
+        if cmd == "snapshot_save":
+            if len(self.snapshots) >= SNAPSHOTS_KEPT:
+                raise _Refused(f"{SNAPSHOTS_KEPT} snapshots are kept already: snapshot_drop one first")
+            world = self.world()
+            snapshot_id = self._keep_snapshot(world)
+            return {"id": snapshot_id, "simFrame": self.sim_frame, "bytes": len(encode_snapshot(world))}
+        if cmd == "snapshot_load":
+            kept = self.snapshots.get(args.get("id", ""))
+            if kept is None:
+                raise _Refused(f"no snapshot {args.get('id', '')!r}")
+            world = kept if isinstance(kept, dict) else decode_snapshot(kept)  # junk posted unchecked fails here
+            self.x, self.spawned, self.last_input = world["x"], world["spawned"], world["lastInput"]
+            if "snapshot-load-partial" not in self.lies:
+                self.sim_frame = world["simFrame"]
+            self._event("snapshot:loaded", id=args["id"])
+            return {"id": args["id"], "simFrame": self.sim_frame}
+        if cmd == "snapshot_drop":
+            if self.snapshots.pop(args.get("id", ""), None) is None:
+                raise _Refused(f"no snapshot {args.get('id', '')!r}")
+            return {"dropped": args["id"]}
         if cmd in ("key", "mouse", "text"):
             if self.paused and self.stepping is None and "simframe-runs-while-paused" not in self.lies:
                 self.waiting_input.append((command_id, cmd, args))  # the game reads it in its next frame
                 return _WAITS
             return self._deliver(cmd, args)
         raise _Refused(f"unknown command {cmd!r}")  # not reached: /command refuses these
+
+    def world(self) -> dict[str, Any]:
+        """Everything this game's future depends on (its commands are its only input)."""
+        return {"game": "Handmade", "version": "1.0", "simFrame": self.sim_frame, "x": self.x,
+                "spawned": self.spawned, "lastInput": self.last_input}
+
+    def _keep_snapshot(self, kept: Any) -> str:
+        self.snapshot_count += 1
+        snapshot_id = f"h{self.snapshot_count}"
+        self.snapshots[snapshot_id] = kept
+        return snapshot_id
 
     def _deliver(self, cmd: str, args: dict[str, str]) -> Any:
         self.last_input = {"device": cmd, **args}
@@ -448,6 +544,8 @@ class HandmadeGame:
         answer = {"ok": True, "frame": self.frame, "completedCommandId": self.completed}
         if self.features:
             answer["features"] = list(self.features)
+        if "snapshot" in self.features and self.snapshot_max_bytes is not None:
+            answer["snapshotMaxBytes"] = self.snapshot_max_bytes
         return answer
 
     def snapshot(self, view: str | None = None) -> dict[str, Any]:
@@ -462,7 +560,8 @@ class HandmadeGame:
             "frame": self.frame, "simFrame": self.sim_frame, "completedCommandId": self.completed,
             "paused": self.paused, "ui": ui, "events": recent,
             "game": {"x": self.x, "spawned": self.spawned, "state": "RUNNING", "lastInput": self.last_input,
-                     "board": [[0] * 8 for _ in range(4)], "meta": {"seed": 7}},
+                     "board": [[0] * 8 for _ in range(4)], "meta": {"seed": 7},
+                     **({"noise": self.noise} if self.noise is not None else {})},
             "extra": {"note": "only in the full state"},
         }
         if "results" in self.features:
@@ -571,15 +670,63 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
             game.requests.append(self.path)
             try:
                 route = {"/health": self.on_health, "/state": self.on_state, "/command": self.on_command,
-                         "/tools": self.on_tools, "/events": self.on_events, "/screenshot": self.on_screenshot}
+                         "/tools": self.on_tools, "/events": self.on_events, "/screenshot": self.on_screenshot,
+                         "/snapshot": self.on_snapshot}
                 handler = route.get(parsed.path)
                 if handler is None or (parsed.path == "/events" and "events" not in game.features) or (
-                        parsed.path == "/screenshot" and "screenshot" not in game.features):
+                        parsed.path == "/screenshot" and "screenshot" not in game.features) or (
+                        parsed.path == "/snapshot" and "snapshot" not in game.features):
                     self.send_json(404, {"ok": False, "error": f"no such endpoint {parsed.path}"})
                     return
                 handler(query)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            """``POST /snapshot``: store bytes to load later, if they are this build's snapshot."""
+            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+            if host not in ("127.0.0.1", "localhost", "::1") or self.headers.get("Origin") is not None:
+                self.send_json(403, {"ok": False, "error": "foreign Host or Origin refused"})
+                return
+            if urllib.parse.urlsplit(self.path).path != "/snapshot" or "snapshot" not in game.features:
+                self.send_json(404, {"ok": False, "error": "only POST /snapshot is served"})
+                self.close_connection = True
+                return
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                self.send(400, b"a POST needs a Content-Length", "text/plain")
+                self.close_connection = True
+                return
+            cap = game.snapshot_max_bytes if game.snapshot_max_bytes is not None else 64 * 1024 * 1024
+            if length > cap:
+                self.send(413, f"{length} bytes is over snapshotMaxBytes ({cap})".encode(), "text/plain")
+                self.close_connection = True  # the body is not read
+                return
+            data = self.rfile.read(length)
+            if len(data) < length:
+                return  # the peer went away mid-body
+            try:
+                kept: Any = data if "snapshot-post-unchecked" in game.lies else decode_snapshot(data)
+            except ValueError as exc:
+                self.send(400, str(exc).encode(), "text/plain")
+                return
+            with game.lock:
+                if len(game.snapshots) >= SNAPSHOTS_KEPT:
+                    self.send(400, f"{SNAPSHOTS_KEPT} snapshots are kept already".encode(), "text/plain")
+                    return
+                snapshot_id = game._keep_snapshot(kept)
+            self.send_json(200, {"id": snapshot_id})
+
+        def on_snapshot(self, query: Mapping[str, str]) -> None:
+            with game.lock:
+                kept = game.snapshots.get(query.get("id", ""))
+            if kept is None:
+                self.send(404, f"no snapshot {query.get('id', '')!r}".encode(), "text/plain")
+            elif not game.snapshot_portable:
+                self.send(409, b"this game keeps its snapshots as live copies in its process", "text/plain")
+            else:
+                self.send(200, encode_snapshot(kept) if isinstance(kept, dict) else kept, "application/octet-stream")
 
         def _hold(self, query: Mapping[str, str]) -> str | None:
             """``after``/``waitMs``: hold until done or the time is up. A problem string for 400."""
@@ -729,6 +876,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--size", default="320x240")
     parser.add_argument("--unavailable", help="answer /screenshot with 503 and this reason")
     parser.add_argument("--start-paused", action="store_true", default=None)
+    parser.add_argument("--snapshot-max-bytes", type=int, default=None)
+    parser.add_argument("--snapshot-live-only", action="store_true", help="answer GET /snapshot with 409")
+    parser.add_argument("--noise", action="store_true", help="game.noise: system randomness every simulated frame")
     return parser.parse_args(argv)
 
 
@@ -740,7 +890,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"description": ns.description} if ns.description is not None else {}
     game = HandmadeGame(features=features, hz=ns.hz, event_buffer=ns.events, lies=ns.lie, register=ns.register,
                         ui_text=ns.ui_text, size=(int(w), int(h)), unavailable=ns.unavailable,
-                        start_paused=ns.start_paused, port=ns.port, **extra)
+                        start_paused=ns.start_paused, port=ns.port, snapshot_max_bytes=ns.snapshot_max_bytes,
+                        snapshot_portable=not ns.snapshot_live_only, noise=ns.noise, **extra)
     game.start()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: threading.Thread(target=game.stop, daemon=True).start())

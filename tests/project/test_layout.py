@@ -45,7 +45,7 @@ GAME_LAYERS: dict[str, int] = {
 GAME_FACADE = f"{ROOT}.game.__init__"
 #: The tools' families (core/tools/): each a module of tool units, standing alone.
 TOOLS = f"{ROOT}.core.tools"
-FAMILIES = {f"{TOOLS}.{name}" for name in ("instances", "toolsets", "calls", "state", "clock", "events", "screenshots")}
+FAMILIES = {f"{TOOLS}.{name}" for name in ("instances", "toolsets", "calls", "state", "clock", "events", "screenshots", "states")}
 #: What the families share: the unit and its argument checks, the answer shapes, the command path.
 TOOLS_SHARED = {f"{TOOLS}.unit", f"{TOOLS}.shapes", f"{TOOLS}.commands"}
 #: The package's front doors, which re-export public names lazily from everywhere.

@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 BRIDGE_LIST = ", ".join(BRIDGE_TOOLSET)
 _BRIDGE_NAMES = frozenset(BRIDGE_TOOLSET)
+#: Bridge tools for which no port means something of its own (every session's states; a
+#: fork from a state), not the default instance.
+_NO_DEFAULT_PORT = frozenset({"list_states", "fork_instance"})
 
 #: ``call_tool``'s ``until`` (and, with ``--eager``, every flat game tool's).
 UNTIL = {
@@ -92,7 +95,11 @@ def call_tool(bridge: Host, *, name: Any, arguments: Any = None, until: Any = No
     inner_port = args.pop("port", None)
     if port is not None and inner_port is not None and check_port(port) != check_port(inner_port):
         raise BridgeUsageError(f"call_tool got two different ports ({port} and arguments.port {inner_port}); give one.")
-    target = bridge.resolve_port(port if port is not None else inner_port)
+    given = port if port is not None else inner_port
+    if given is None and name in _NO_DEFAULT_PORT:  # its port says which instance, when given: no default
+        tool = next(t for t in bridge.toolset if t.name == name)
+        return tool.run(bridge, check_arguments(name, tool.input_schema, args))
+    target = bridge.resolve_port(given)
     if name in _BRIDGE_NAMES:
         if wait is not None and name == "advance":
             raise BridgeUsageError("call_tool: advance takes its condition among its arguments: "

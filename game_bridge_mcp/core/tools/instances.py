@@ -10,6 +10,7 @@ from ...config import check_port
 from ...errors import BridgeError, BridgeUsageError
 from ...manifest.reader import Manifest
 from .. import clock, ports
+from ..states.saving import start_journal
 from .commands import close_game
 from ..host import Host, Progress
 from .shapes import BOOL, INT, INT_OR_NULL, LIST, STR, STR_OR_NULL, answer, from_game
@@ -46,6 +47,7 @@ def launch_instance(bridge: Host, *, port: Any = None, timeout_ms: Any = None, p
         result.update(clock.confirm_paused_launch(
             bridge.client(launched), lambda: stop_instance(bridge, port=launched, grace_ms=1000),
             timeout_ms=config.timeout_ms))
+        start_journal(bridge, launched)  # what is sent from here re-executes it (save_state, fork_instance)
     return result
 
 

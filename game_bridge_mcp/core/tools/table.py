@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import calls, clock, events, instances, screenshots, state, toolsets
+from . import calls, clock, events, instances, screenshots, state, states, toolsets
 from .shapes import rooted
 from .unit import ToolDef
 
@@ -14,7 +14,8 @@ from .unit import ToolDef
 #: are the contract's BRIDGE_TOOLSET, in this order.
 BRIDGE_TOOLS: tuple[ToolDef, ...] = (
     state.GET_STATE, state.GET_HEALTH, calls.RAW_COMMAND, state.WAIT_FOR, screenshots.GET_SCREENSHOT,
-    clock.ADVANCE, events.GET_EVENTS, instances.CLOSE,
+    clock.ADVANCE, events.GET_EVENTS, states.SAVE_STATE, states.RESTORE_STATE, states.FORK_INSTANCE,
+    states.LIST_STATES, instances.CLOSE,
 )
 
 #: What call_tool can answer: a command's answer, each bridge tool's, a composite's, and a
@@ -23,7 +24,8 @@ CALL_TOOL = replace(calls.CALL_TOOL, output=rooted({
     "type": "object", "title": calls.CALL_TOOL_TITLE,
     "anyOf": [calls.COMMAND_ANSWER, state.WAIT_ANSWER, clock.ADVANCE_ANSWER, state.STATE_DIGEST, state.STATE_PART,
               state.HEALTH_ANSWER,
-              events.EVENTS_ANSWER, screenshots.SCREENSHOT_ANSWER, instances.CLOSE_ANSWER, calls.COMPOSITE_ANSWER,
+              events.EVENTS_ANSWER, screenshots.SCREENSHOT_ANSWER, states.SAVE_ANSWER, states.RESTORE_ANSWER,
+              states.FORK_ANSWER, states.LIST_ANSWER, instances.CLOSE_ANSWER, calls.COMPOSITE_ANSWER,
               state.WHOLE_STATE]}))
 
 #: The seven advertised tools.
