@@ -168,6 +168,7 @@ def test_each_lie_is_a_fail_that_says_what_was_wrong(lie: str, features: set[str
     assert result.has("FAIL", fragment), result
 
 
+@pytest.mark.slow
 def test_snapshots_kept_in_the_process_and_a_snapshot_without_its_companions(tmp_path: Path) -> None:
     with played(HandmadeGame(hz=120, snapshot_portable=False, snapshot_max_bytes=4096).start()) as game:
         result = check_game(game, "--no-close", tmp=tmp_path)

@@ -18,10 +18,11 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard, free_range
+from launch_helpers import ProcessGuard
+from ports import free_range
 from mcp_harness import connect, data, is_error, text
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 HANDMADE = [sys.executable, str(REPO / "tests" / "peers" / "handmade.py"), "--port", "{port}", "--hz", "200"]

@@ -52,7 +52,7 @@ def command(game: HandmadeGame, query: str) -> int:
 def test_outcomes_after_and_the_event_cursor() -> None:
     with HandmadeGame(hz=200, event_buffer=4) as game:
         assert doc(game.url + "/health")["features"] == ["results", "after", "view", "events", "screenshot",
-                                                         "clock", "input"]
+                                                         "clock", "input", "snapshot"]
         bad, good = command(game, "move&dx=9"), command(game, "spawn&kind=barrel")
         state = doc(f"{game.url}/state?after={good}&waitMs=5000")
         assert state["completedCommandId"] >= good
