@@ -11,7 +11,7 @@ import socket
 import time
 from typing import Any
 
-from ..contract import (NOT_RESTORED_KEYS, SNAPSHOT, SNAPSHOT_DROP, SNAPSHOT_LOAD, SNAPSHOT_LOADED_EVENT,
+from ..contract import (CLOCK, NOT_RESTORED_KEYS, RESULTS, SNAPSHOT, SNAPSHOT_DROP, SNAPSHOT_LOAD, SNAPSHOT_LOADED_EVENT,
                         SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_BYTES_FIELD, SNAPSHOT_SAVE, SNAPSHOTS_KEPT)
 from ..wire.transport import TransportError
 from .base import FAIL, PASS, WARN, CheckSession, is_int, show_value
@@ -67,7 +67,7 @@ class SnapshotChecks(CheckSession):
         return state
 
     def check_snapshot(self, features: list[str]) -> None:
-        missing = [name for name in ("results", "clock") if name not in features]
+        missing = [name for name in (RESULTS, CLOCK) if name not in features]
         if missing:
             self.report(FAIL, f"snapshot: advertised without {' and '.join(missing)}",
                         "A game with snapshot also has results (a save's id comes back as its result) and clock "

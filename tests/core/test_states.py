@@ -128,11 +128,13 @@ def test_live_copies_restore_in_place_and_fork_by_re_execution(tmp_path: Path, g
     run(bridge, body)
 
 
-# --------------------------------------------------------------------------- by re-execution
+# --------------------------------------------------------------------------- the demo both ways, and re-execution
 
-def test_the_demo_re_executed_saved_twenty_moves_restored_and_compared_whole(tmp_path: Path,
-                                                                             guard: ProcessGuard) -> None:
-    bridge = bridge_for(tmp_path, guard, DEMO)
+@pytest.mark.parametrize("how", ["snapshot", "re-execution"])
+def test_the_demo_saved_twenty_moves_restored_and_compared_whole(tmp_path: Path, guard: ProcessGuard,
+                                                                 how: str) -> None:
+    """The demo saves itself (the kit's snapshot); with --no-snapshot it is re-executed."""
+    bridge = bridge_for(tmp_path, guard, DEMO + (["--no-snapshot"] if how == "re-execution" else []))
 
     async def body(client: Any) -> None:
         port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
@@ -144,15 +146,16 @@ def test_the_demo_re_executed_saved_twenty_moves_restored_and_compared_whole(tmp
             await call(client, "drop", port, x=(move % 7) - 3)
             await call(client, "advance", port, frames=9)
         assert data(await call(client, "get_state", port))["game"]["drops"] > before["game"]["drops"]
+        assert saved["how"] == how and saved["exact"] is True
         restored = data(await call(client, "restore_state", port, state=saved["state"]))
-        assert restored["port"] == port and restored["exact"] is True, restored
+        assert restored["port"] == port and restored["exact"] is True and restored["how"] == how, restored
         assert whole(data(await call(client, "get_state", port))) == whole(before)
         # the restored instance goes on being recorded: saved again and forked, it is exact
         await call(client, "drop", port, x=2)
         await call(client, "advance", port, frames=40)
         again = data(await call(client, "save_state", port))
         forked = data(await call(client, "fork_instance", state=again["state"]))
-        assert forked["exact"] is True and forked["how"] == "re-execution"
+        assert forked["exact"] is True and forked["how"] == how
         assert whole(data(await call(client, "get_state", forked["port"]))) == whole(
             data(await call(client, "get_state", port)))
 

@@ -100,7 +100,7 @@ def test_the_demo_explains_itself() -> None:
     assert tools["drop"]["inputSchema"]["additionalProperties"] is False
     assert tools["click"]["inputSchema"]["properties"]["label"]["enum"] == [
         "Start", "Hold", "Pause", "Resume", "Restart", "Menu"]
-    assert bridge.health()["features"] == ["results", "after", "view", "events", "clock", "screenshot"]
+    assert bridge.health()["features"] == ["results", "after", "view", "events", "clock", "snapshot", "screenshot"]
     assert bridge.snapshot()["ui"]["text"] == game.board_text(fold_empty=True)
 
 

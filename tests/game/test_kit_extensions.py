@@ -85,7 +85,8 @@ def game() -> Iterator[tuple[GameBridge, dict[str, Any], int]]:
 
 def test_health_advertises_what_the_kit_implements() -> None:
     assert make()[0].health()["features"] == ["results", "after", "view", "events"]
-    assert make(clock=True)[0].health()["features"] == ["results", "after", "view", "events", "clock"]
+    assert make(clock=True)[0].health()["features"] == ["results", "after", "view", "events", "clock", "snapshot"]
+    assert make(clock=True, snapshot=False)[0].health()["features"] == ["results", "after", "view", "events", "clock"]
     bridge, _ = make()
     bridge.screenshot(lambda: None)
     bridge.advertise("input", "input")

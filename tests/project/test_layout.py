@@ -39,7 +39,7 @@ GAME_LAYERS: dict[str, int] = {
     **{name: 3 for name in WRAPPER_NAMES},
     "demo": 2, "wrapper": 2,
     "kit": 1,
-    "server": 0, "image": 0,
+    "server": 0, "image": 0, "snapshot": 0,
 }
 #: The game package's front door, which re-exports the kit's public names.
 GAME_FACADE = f"{ROOT}.game.__init__"

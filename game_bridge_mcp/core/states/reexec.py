@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import polling
+from ...contract import SCREENSHOT_FEATURE
 from ...errors import BridgeError, CommandFailed, CommandRejected, CommandTimeout, NotAGameSurface
 from ...jsonio import as_int
 from ...polling import Deadline, poll_until
@@ -91,7 +92,7 @@ def replay(client: GameClient, entries: Sequence[Sent], until: int | None, *, ti
 def screenshot_sha(client: GameClient, *, timeout_ms: int | None = None) -> str | None:
     """The SHA-256 of the game's screenshot at the default size, None when it serves none
     or cannot now."""
-    if not client.has_feature("screenshot"):
+    if not client.has_feature(SCREENSHOT_FEATURE):
         return None
     try:
         shot = client.screenshot(SHOT_SIDE, SHOT_SIDE, timeout_ms=timeout_ms)

@@ -50,7 +50,7 @@ def padding_json(kilobytes: int, seed: int = 0) -> RawJson | None:
 
 
 def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0,
-          environ: dict[str, str] | None = None) -> GameBridge:
+          environ: dict[str, str] | None = None, snapshot: bool = True) -> GameBridge:
     """A :class:`GameBridge` serving ``game``: its rules, commands, toolsets, state and
     the kit's clock. Drive it with ``bridge.run(game.update, render=game.frame_tick)``."""
     padding = padding_json(padding_kb)
@@ -63,6 +63,7 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0,
 
     bridge = GameBridge(GAME_NAME, __version__, state=state, on_close=game.teardown,
                         description=rules(), clock=True, register=register, environ=environ,
+                        snapshot=None if snapshot else False,
                         toolsets={
         "play": "Play a round the way a player does: drop fruit, hold one back, click buttons.",
         "flow": "Control the session: new rounds, seeds and screenshots.",
@@ -73,6 +74,7 @@ def build(game: FruitMerge, *, register: bool = True, padding_kb: int = 0,
     bridge.screenshot(lambda: render_picture(game), window=lambda: (PICTURE_WIDTH, PICTURE_HEIGHT))
     game.emit = bridge.event
     game.clock = bridge  # the kit's clock holds the pause
+    bridge.snapshot_skip(game.shot_files)  # its files are on disk, not in a snapshot
 
     @bridge.command(toolset="play")
     def drop(x: Annotated[float, Range(-HALF, HALF)]) -> dict[str, Any]:
@@ -147,6 +149,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--screenshot-dir", type=Path, default=None,
                         help="where the screenshot command writes its files, relative to the working "
                              "directory (default: a new private directory in the temp dir)")
+    parser.add_argument("--no-snapshot", action="store_true",
+                        help="do not save and load itself (the bridge then re-executes it, as a wrapped game)")
     parser.add_argument("--start", action="store_true",
                         help="start a round at once instead of showing the menu")
     parser.add_argument("--no-register", action="store_true",
@@ -167,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # made absolute once, so the paths the state reports mean the same to every reader.
     shots = args.screenshot_dir.absolute() if args.screenshot_dir is not None else None
     game = FruitMerge(args.seed, screenshot_dir=shots)
-    bridge = build(game, register=not args.no_register, padding_kb=args.state_padding_kb)
+    bridge = build(game, register=not args.no_register, padding_kb=args.state_padding_kb,
+                   snapshot=not args.no_snapshot)
     if args.start:
         game.new_round()
     try:

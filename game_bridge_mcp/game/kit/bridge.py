@@ -16,12 +16,12 @@ from ...contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE
 from . import loop as _loop
 from .args import Arg, spec_from_function
 from .clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
-from .commands import CommandQueue, CommandTable
+from .commands import CommandQueue, CommandTable, builtin_specs
 from .events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
 from ..server.http import RouteAnswer, json_bytes
 from .outcomes import Outcomes, Pending
 from .ports import DEBUG_PORT_ENV, debug_port_from_argv
-from .routes import Handler, kit_routes
+from .routes import Handler, kit_routes, snapshot_service
 from .screenshot import WAIT_S as SCREENSHOT_WAIT_S
 from .screenshot import Capture, Screenshots
 from .serving import Serving
@@ -58,6 +58,7 @@ class GameBridge:
     ``max_events`` events; ``/events`` reads the last ``event_buffer``.
     ``register=False`` skips the registry entry; ``environ`` is read for
     ``GAME_BRIDGE_INSTANCES`` / ``GAME_BRIDGE_HOME`` / ``GAME_BRIDGE_START_PAUSED``.
+    With the clock it saves and loads itself (``snapshot``; ``(save, load)`` hooks; False: off).
     """
 
     def __init__(self, name: str = "Python game", version: str = "0.0.0", *,
@@ -68,7 +69,7 @@ class GameBridge:
                  clock: bool = False, max_events: int = DEFAULT_MAX_EVENTS,
                  event_buffer: int = DEFAULT_EVENT_BUFFER, register: bool = True,
                  environ: Mapping[str, str] | None = None, host: str = "127.0.0.1",
-                 screenshot: Capture | None = None) -> None:
+                 screenshot: Capture | None = None, snapshot: Any = None) -> None:
         self.name = str(name)
         self.version = str(version)
         self.description = None if description is None else str(description)
@@ -109,6 +110,8 @@ class GameBridge:
         if screenshot is not None:
             self.screenshot(screenshot)
         self._add_builtin_commands()
+        self._loop_fns: tuple[Any, ...] = ()
+        self._serving.posts = self._snapshots = snapshot_service(self, snapshot, bool(clock))
 
     # ------------------------------------------------------------------ registration
     def command(self, func: F | None = None, *, name: str | None = None,
@@ -200,15 +203,18 @@ class GameBridge:
     def features(self) -> list[str]:
         return list(self._features)
 
+    def snapshot_skip(self, *objects: Any) -> None:
+        """Keep these objects (files, connections) out of snapshots: a load leaves them."""
+        if self._snapshots is not None:
+            self._snapshots.service.skip(*objects)
+
+    def game_callables(self) -> list[Any]:
+        """What the game gave the kit (its state, loop and commands): where snapshots find it."""
+        return [self.state_fn, self.digest_fn, *self._loop_fns, *self._table.functions()]
+
     def _add_builtin_commands(self) -> None:
-        def close() -> None:
-            """Shut the game down through its normal teardown."""
-
-        def noop() -> None:
-            """Do nothing; completes on the next frame (for checks and latency probes)."""
-
-        for builtin in (close, noop):
-            self._table.add(spec_from_function(builtin, toolset=None, listed=False))
+        for spec in builtin_specs():  # close and noop
+            self._table.add(spec)
         if self._clock.enabled:
             for spec in clock_commands(self, self._clock):
                 self._table.add(spec)
@@ -453,6 +459,7 @@ class GameBridge:
         or not. Falls behind gracefully (no catch-up burst) when an update overruns."""
         if self._serving.server is None:
             raise RuntimeError("call start() before run()")
+        self._loop_fns = (update, render)
         _loop.run(self, update, hz, render)
 
     # ------------------------------------------------------------------ documents

@@ -13,12 +13,24 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from .args import ArgumentError, CommandSpec, check_name, convert_query
+from .args import ArgumentError, CommandSpec, check_name, convert_query, spec_from_function
 from .outcomes import Outcomes, Pending, error_text, failure, success
 from ...contract import CMD, PROTOCOL
 
 log = logging.getLogger(__name__)
 
+
+
+def builtin_specs() -> list[CommandSpec]:
+    """``close`` and ``noop``, which every kit game accepts (unlisted)."""
+
+    def close() -> None:
+        """Shut the game down through its normal teardown."""
+
+    def noop() -> None:
+        """Do nothing; completes on the next frame (for checks and latency probes)."""
+
+    return [spec_from_function(builtin, toolset=None, listed=False) for builtin in (close, noop)]
 
 
 class CommandTable:
@@ -40,6 +52,12 @@ class CommandTable:
     def names(self) -> list[str]:
         with self._lock:
             return sorted(self._specs)
+
+    def functions(self) -> list[Any]:
+        """The game's command functions (not the kit's own), in registration order."""
+        with self._lock:
+            return [spec.func for spec in self._specs.values()
+                    if not getattr(spec.func, "__module__", "").startswith("game_bridge_mcp.game.kit")]
 
     def describe(self, name: str, description: str, *, replace: bool = True) -> None:
         check_name(name, "Toolset name")

@@ -8,9 +8,10 @@ import logging
 from typing import Any, Callable, Protocol
 
 from ...contract import (COMMAND, DEFAULT_EVENTS_LIMIT, EVENTS, HEALTH, LIMIT, MAX_EVENTS_LIMIT, SINCE,
-                         STATE, TOOLS)
+                         SNAPSHOT, SNAPSHOT_FEATURE, STATE, TOOLS)
 from ..server import query as _query
-from ..server.http import RouteAnswer, json_bytes
+from ..server.http import Answer, RouteAnswer, json_bytes
+from ..snapshot.store import Owner, Snapshots
 from .state import encode_state
 
 log = logging.getLogger(__name__)
@@ -100,3 +101,58 @@ def kit_routes(bridge: Served) -> dict[str, Handler]:
         return lambda query: handler(bridge, query)
 
     return {path: bound(handler) for path, handler in table.items()}
+
+
+# ----------------------------------------------------------------------------- snapshot
+
+class Snapshotting(Owner, Protocol):
+    """What ``snapshot`` needs of the game's bridge to set itself up."""
+
+    def command(self, func: Any = None, *, toolset: str | None = ..., listed: bool = ...) -> Any: ...
+
+    def add_route(self, path: str, handler: Handler) -> None: ...
+
+    def advertise(self, *features: str) -> None: ...
+
+
+class SnapshotPosts:
+    """``POST /snapshot`` for the kit's HTTP server (its ``PostRoute``)."""
+
+    def __init__(self, service: Snapshots) -> None:
+        self.service = service
+
+    def limit(self, path: str) -> int | None:
+        return self.service.max_bytes if path == SNAPSHOT else None
+
+    def post(self, path: str, query: str, body: bytes) -> RouteAnswer:
+        status, data, content_type = self.service.post(body)
+        return Answer(status, data, content_type)
+
+
+def snapshot_service(bridge: Snapshotting, setting: Any, clock: bool) -> SnapshotPosts | None:
+    """``snapshot`` for a game with the clock (docs/game-side.md, "Save states"): its
+    commands, ``GET /snapshot`` and advertising it; the POST side for the server. ``setting``
+    is GameBridge's ``snapshot``: None (on with the clock), False (off), or ``(save, load)``."""
+    if setting is False:
+        return None
+    if not clock:
+        if setting is not None:
+            raise ValueError("snapshot needs the clock: GameBridge(clock=True, snapshot=...)")
+        return None
+    if setting is not None and not (isinstance(setting, tuple) and len(setting) == 2 and all(map(callable, setting))):
+        raise ValueError("snapshot is None, False, or (save, load): two callables")
+    service = Snapshots(bridge, setting)
+    for function in service.commands():
+        bridge.command(function, toolset=None, listed=False)
+
+    def answer(query: str) -> RouteAnswer:
+        try:
+            params = _query.parse(query)
+        except _query.QueryError as exc:
+            return _refused(exc)
+        status, data, content_type = service.get(params)
+        return Answer(status, data, content_type)
+
+    bridge.add_route(SNAPSHOT, answer)
+    bridge.advertise(SNAPSHOT_FEATURE)
+    return SnapshotPosts(service)

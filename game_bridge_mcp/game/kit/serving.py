@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .commands import PROTOCOL
-from ..server.http import KitHttpServer, Route
+from ..server.http import KitHttpServer, PostRoute, Route
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +21,8 @@ class Serving:
         self.host = host
         self._route = route
         self.server: KitHttpServer | None = None
+        #: Where the server takes a POST (``snapshot``'s bytes; None: nowhere).
+        self.posts: PostRoute | None = None
         self._thread: threading.Thread | None = None
         self.registration: Any = None
 
@@ -33,6 +35,7 @@ class Serving:
         if self.server is not None:
             raise RuntimeError("this GameBridge is already started")
         server = KitHttpServer(self.host, int(port or 0), self._route)
+        server.posts = self.posts
         self.server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"game-bridge-http-{self.port}", daemon=True)

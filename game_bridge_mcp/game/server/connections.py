@@ -95,6 +95,11 @@ class ConnectionTable:
             conn.deadline = time.monotonic() + self.head_timeout_s
         conn.state = READING
 
+    def reading_body(self, conn: Connection, timeout_s: float) -> None:
+        """A POST's body is due within ``timeout_s``."""
+        conn.deadline = time.monotonic() + timeout_s
+        conn.state = READING
+
     def routing(self, conn: Connection) -> bool:
         """A whole request is in: no deadline while a route holds it. False when the
         connection was already given way to a newer one."""

@@ -2,7 +2,8 @@
 per answer (docs/design.md, "The kit's HTTP server").
 
 It knows only "a GET for a path and a query answers a status and a body": JSON bytes as a
-``(status, body)`` pair, or an :class:`Answer` for another content type or extra headers.
+``(status, body)`` pair, or an :class:`Answer` for another content type or extra headers;
+and, where a :class:`PostRoute` takes one, a POST with a body of a bounded length.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import socket
 import socketserver
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Union, cast
+from typing import Any, Callable, Iterator, Protocol, Union, cast
 
 from .connections import Connection, ConnectionTable
 
 log = logging.getLogger(__name__)
 
 JSON_TYPE = "application/json; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,19 @@ class Answer:
 RouteAnswer = Union["tuple[int, bytes]", Answer]
 #: ``route(path, query) -> RouteAnswer``.
 Route = Callable[[str, str], RouteAnswer]
+
+
+class PostRoute(Protocol):
+    """The paths a POST is taken at (``snapshot``'s bytes): ``limit(path)`` the largest body
+    taken there (None: no POST there), ``post(path, query, body)`` the answer."""
+
+    def limit(self, path: str) -> int | None: ...
+
+    def post(self, path: str, query: str, body: bytes) -> RouteAnswer: ...
+
+
+#: A POST's body arrives within this, plus a second per 64 MiB.
+BODY_TIMEOUT_S = 10.0
 #: How long an idle keep-alive connection is kept open.
 IDLE_TIMEOUT_S = 60.0
 #: Open connections (each a thread) at most; see :mod:`.connections` for who gives way.
@@ -119,7 +134,7 @@ _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH
 def _is_token(name: str) -> bool:
     return bool(name) and _TOKEN.issuperset(name.encode("latin-1"))
 REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-           413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large",
+           409: "Conflict", 411: "Length Required", 413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
            505: "HTTP Version Not Supported"}
 
@@ -204,11 +219,57 @@ class _Handler(socketserver.StreamRequestHandler):
             return False
         if not table.routing(conn):
             return False
+        if method == "POST":
+            return self._post(target, headers)
         if method != "GET":
             self.respond(405, json_bytes({"ok": False, "error": f"method {method[:20]} is not supported; "
-                                                               "every endpoint is a GET"}), close=True)
+                                                               "every endpoint is a GET (and POST /snapshot)"}),
+                         close=True)
             return False
         return self._get(target, headers, close)
+
+    def _post(self, target: str, headers: _Headers) -> bool:
+        """A POST (``snapshot``'s bytes): refused like a GET from a browser, 405 where no POST
+        is taken, 411 without a length, 413 over the limit before a byte of the body is read;
+        then the body, under its own deadline. The connection closes after the answer."""
+        refusal = refusal_reason(headers, self.server.server_address[1])
+        if refusal is not None:
+            self.respond(403, json_bytes({"ok": False, "accepted": False, "error": refusal}), close=True)
+            return False
+        path, _, query = target.partition("?")
+        posts = self.server.posts
+        limit = posts.limit(path) if posts is not None else None
+        if limit is None:
+            self.respond(405, json_bytes({"ok": False, "error": f"POST is not taken at {path[:100]}: every endpoint "
+                                                               "is a GET (a POST only takes snapshot bytes)"}),
+                         close=True)
+            return False
+        lengths = headers.values("Content-Length")
+        if not lengths:
+            self.respond(411, b"a POST needs a Content-Length", close=True, content_type=TEXT_TYPE)
+            return False
+        length = int(lengths[0])
+        if length > limit:
+            self.respond(413, f"{length} bytes is over the {limit} this game takes (snapshotMaxBytes)".encode(),
+                         close=True, content_type=TEXT_TYPE)
+            return False
+        assert self.conn is not None
+        self.server.connections.reading_body(self.conn, BODY_TIMEOUT_S + length / (64 << 20))
+        body = self.rfile.read(length)
+        if len(body) < length or not self.server.connections.routing(self.conn):
+            return False
+        with self.server.answering():
+            try:
+                answer = posts.post(path, query, body)  # type: ignore[union-attr]
+            except Exception as exc:  # a bug in a route must not kill the connection silently
+                log.exception("game-bridge kit: error answering POST %s", path)
+                answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+            if isinstance(answer, Answer):
+                self.respond(answer.status, answer.body, close=True, content_type=answer.content_type,
+                             headers=answer.headers)
+            else:
+                self.respond(answer[0], answer[1], close=True)
+        return False
 
     def _request_line(self, line: bytes) -> tuple[str, str, str]:
         text = line.decode("latin-1")
@@ -328,6 +389,8 @@ class KitHttpServer(socketserver.ThreadingTCPServer):
             raise ValueError(f"the kit binds a loopback address only (127.0.0.1 or ::1), not {host!r}")
         self.address_family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
         self.route = route
+        #: Where a POST is taken (None: nowhere; every endpoint is a GET).
+        self.posts: PostRoute | None = None
         self.connections = ConnectionTable(cap=max_connections, head_timeout_s=HEAD_TIMEOUT_S,
                                            idle_timeout_s=IDLE_TIMEOUT_S, write_timeout_s=WRITE_TIMEOUT_S)
         self._answering = 0  # requests between routing and their answer's last byte
