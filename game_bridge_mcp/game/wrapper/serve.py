@@ -44,18 +44,20 @@ class Late:
 
 def assemble(name: str, version: str, *, description: str, input_help: str, paused: bool,
              state: Callable[[], Mapping[str, Any]], on_close: Callable[[], None],
-             toolsets: Mapping[str, str] | None = None, register: bool = True) -> GameBridge:
-    """The wrapper's GameBridge: its clock on (and no ``snapshot``), paused at the start when ``paused`` (or
+             toolsets: Mapping[str, str] | None = None, register: bool = True, snapshot: Any = False) -> GameBridge:
+    """The wrapper's GameBridge: its clock on, paused at the start when ``paused`` (or
     GAME_BRIDGE_START_PAUSED=1), the ``input`` toolset described as ``input_help``, and
-    any toolsets of the wrapper's own; ``register=False`` writes no registry entry."""
+    any toolsets of the wrapper's own; ``register=False`` writes no registry entry;
+    ``snapshot`` off unless the wrapper gives its ``(save, load)`` hooks."""
     environ = dict(os.environ)
     if paused:
         environ[START_PAUSED_ENV] = "1"
-    # No snapshot: the game's state is not the wrapper's to copy; the bridge re-executes it
-    # (docs/states.md), which the wrapper makes deterministic.
+    # No snapshot by default: the game's state is not the wrapper's to copy; the bridge
+    # re-executes it (docs/states.md), which the wrapper makes deterministic. A wrapper that
+    # can save its engine's state itself passes its (save, load) hooks.
     return GameBridge(name, version, state=state, on_close=on_close, clock=True, environ=environ,
                       description=description, toolsets={TOOLSET: input_help, **(toolsets or {})}, register=register,
-                      snapshot=False)
+                      snapshot=snapshot)
 
 
 def add_commands(bridge: GameBridge, commands: list[Callable[..., Any]], toolset: str = TOOLSET) -> None:
