@@ -86,6 +86,7 @@ def test_text_renderings_mark_where_the_player_is() -> None:
     assert plain_text("| : :\x1b[43m \x1b[0m: : |\n|Y|\x1b[34;1mB\x1b[0m|") == "| : :@: : |\n|Y|B|"
 
 
+@pytest.mark.slow
 def test_each_family_names_its_actions_and_their_keys() -> None:
     require("gymnasium", "ale_py", "minigrid", "nle")
     import gymnasium as gym
@@ -136,6 +137,7 @@ def test_each_family_names_its_actions_and_their_keys() -> None:
     lake.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id, kwargs, fragment", [
     ("ALE/Brekout-v5", {}, "no environment 'ALE/Brekout-v5' is registered; close matches: ALE/Breakout-v5 (ale-py)"),
     ("breakout", {}, "close matches: "),

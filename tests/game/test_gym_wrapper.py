@@ -182,6 +182,25 @@ def test_nethack_and_minigrid_are_played_from_their_text(tmp_path: Path) -> None
         assert status == 200 and read_png(body)[:2] == (160, 160)
 
 
+def test_crafter_is_played_by_its_names_and_keys_and_replays_from_its_seed(tmp_path: Path) -> None:
+    require("crafter")
+    with served("--seed", "4", "CrafterReward-v1", env=gym_env(tmp_path)) as game:
+        tools = {t["name"]: t for ts in game.doc("/tools")["toolsets"] for t in ts["tools"]}
+        assert "place_table" in tools["act"]["inputSchema"]["properties"]["action"]["enum"]
+        assert "w (move_up)" in tools["key"]["inputSchema"]["properties"]["key"]["description"]
+        pictures = []
+        for _ in range(2):
+            assert game.outcome(game.command("cmd=reset&seed=9", wait=False)["commandId"])["ok"] is True
+            moved = game.outcome(game.command("cmd=act&action=move_left&frames=3", wait=False)["commandId"])
+            assert moved["ok"] is True and moved["result"]["steps"] == 3
+            game.command("cmd=key&key=space&frames=2", wait=False)
+            game.command("cmd=step&frames=3")
+            pictures.append(game.get("/screenshot")[2])
+        state = game.doc("/state")["game"]
+        assert state["step"] == 6 and state["info"]["health"] == 9 and "wood" in state["info"]
+        assert read_png(pictures[0])[:2] == (64, 64) and pictures[0] == pictures[1]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["ALE/Brekout-v5"], "close matches: ALE/Breakout-v5 (ale-py)"),
     (["MiniHack-Room-5x5-v0"], "comes from the package minihack, which is not installed here: pip install minihack"),

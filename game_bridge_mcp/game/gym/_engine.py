@@ -116,8 +116,9 @@ class Engine:
 
     # ------------------------------------------------------------------ actions
     def _noop(self) -> Any:
-        if self.names and "NOOP" in self.index:
-            return self.action_of(self.index["NOOP"])
+        noop = next((name for name in self.names or () if name.lower() == "noop"), None)
+        if noop is not None:  # (ALE's NOOP, Crafter's noop, MountainCar's)
+            return self.action_of(self.index[noop])
         if _spaces.kind(self.space) == "Box":
             import numpy as np
 

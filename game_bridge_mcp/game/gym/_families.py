@@ -421,6 +421,24 @@ class Nle(Family):
                 "(k north, j south, h west, l east, e eat, s search, < > stairs); return answers --More--.")
 
 
+class Crafter(Family):
+    """Crafter: its actions by its names, its keys as its own viewer's."""
+
+    label = "Crafter"
+
+    def action_names(self) -> list[str] | None:
+        return list(self.unwrapped.names)
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        from ._crafter import KEYS
+
+        return {key: action for key, action in KEYS.items() if action in names}
+
+    def description(self) -> str:
+        return (" Keys as Crafter's own viewer: w a s d or the arrows move, space does (collect, attack), tab "
+                "sleeps, r t f p place stone, table, furnace, plant, 1-6 make tools.")
+
+
 def family_of(env: Any) -> Family:
     """The family of ``env`` (by the module of its unwrapped class)."""
     module = type(env.unwrapped).__module__
@@ -432,6 +450,8 @@ def family_of(env: Any) -> Family:
         return Nle(env)
     if module.startswith("gymnasium.envs.toy_text"):
         return ToyText(env)
+    if module.endswith("gym._crafter"):
+        return Crafter(env)
     return Family(env)
 
 

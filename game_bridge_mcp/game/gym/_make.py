@@ -42,6 +42,7 @@ PROVIDERS = (
     Provider(r"MiniHack-", "minihack", "minihack"),
     Provider(r"Vizdoom", "vizdoom.gymnasium_wrapper", "vizdoom"),
     Provider(r"MiniWorld-", "miniworld", "miniworlds"),
+    Provider(r"Crafter", "game_bridge_mcp.game.gym._crafter", "crafter"),  # registered here: Crafter knows only gym
 )
 
 
