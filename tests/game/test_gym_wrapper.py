@@ -101,6 +101,47 @@ def test_breakout_paused_is_played_by_name_and_by_key_and_seen(tmp_path: Path) -
         assert "screenshot: GET /screenshot" in check(game)
 
 
+def comparable(state: dict[str, Any]) -> dict[str, Any]:
+    """/state less what a load does not give back (the snapshot extension's list)."""
+    return {k: v for k, v in state.items() if k not in ("frame", "completedCommandId", "commandResults", "events")}
+
+
+def test_atari_snapshots_over_http_load_exactly_here_and_in_another_instance(tmp_path: Path) -> None:
+    require("ale_py")
+    env = gym_env(tmp_path)
+    with served("--seed", "2", "ALE/Pong-v5", env=env) as game, served("--seed", "8", "ALE/Pong-v5", env=env) as other:
+        assert "snapshot" in game.doc("/health")["features"]
+        game.command("cmd=act&action=RIGHTFIRE&frames=9")
+        saved = game.outcome(game.command("cmd=snapshot_save", wait=False)["commandId"])["result"]
+        assert saved["simFrame"] == 9 and saved["bytes"] > 1000
+        at_save, picture = comparable(game.doc("/state")), game.get("/screenshot")[2]
+
+        def future(target: Gym) -> list[Any]:
+            seen = []
+            for action in ("LEFT", "LEFTFIRE", "NOOP", "RIGHT") * 3:
+                target.command(f"cmd=act&action={action}&frames=3")
+                seen.append((comparable(target.doc("/state")), target.get("/screenshot")[2]))
+            return seen
+
+        ahead = future(game)
+        loaded = game.outcome(game.command(f"cmd=snapshot_load&id={saved['id']}", wait=False)["commandId"])
+        assert loaded["ok"] is True and loaded["result"]["simFrame"] == 9
+        assert comparable(game.doc("/state")) == at_save and game.get("/screenshot")[2] == picture
+        assert future(game) == ahead
+        assert events(game)[-1]["m"] == "snapshot:loaded"
+        # the bytes, into another instance of the same environment (another seed, another past)
+        status, _headers, body = game.get(f"/snapshot?id={saved['id']}")
+        assert status == 200
+        other.command("cmd=act&action=LEFT&frames=20")
+        conn = __import__("http.client").client.HTTPConnection("127.0.0.1", other.port, timeout=15)
+        conn.request("POST", "/snapshot", body=body, headers={"Content-Type": "application/octet-stream"})
+        posted = json.loads(conn.getresponse().read())
+        conn.close()
+        assert other.outcome(other.command(f"cmd=snapshot_load&id={posted['id']}", wait=False)["commandId"])["ok"]
+        assert comparable(other.doc("/state")) == at_save and other.get("/screenshot")[2] == picture
+        assert future(other) == ahead
+
+
 def test_actions_shaped_by_the_space_text_observations_and_reset_options(tmp_path: Path) -> None:
     env = gym_env(tmp_path)
     with served("--seed", "1", "gym_envs:GBTest/Corridor-v0", env=env) as game:

@@ -54,8 +54,8 @@ class Agent:
     async def tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return data(await self.client.call_tool(name, arguments))
 
-    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
-        return await self.tool("call_tool", {"port": self.port, "name": name, "arguments": arguments or {}})
+    async def call(self, name: str, arguments: dict[str, Any] | None = None, *, port: int | None = None) -> Any:
+        return await self.tool("call_tool", {"port": port or self.port, "name": name, "arguments": arguments or {}})
 
     async def refused(self, name: str, arguments: dict[str, Any]) -> str:
         result = await self.client.call_tool("call_tool", {"port": self.port, "name": name, "arguments": arguments})
@@ -233,4 +233,40 @@ def test_an_agent_plays_minigrid_from_its_text_alone_and_nethack(tmp_path: Path,
     anyio.run(play_grid)
     anyio.run(play_hack)
     check_launch(grid, guard)
+    assert wait_until(lambda: not guard.tagged(), 10), [p.cmdline()[:3] for p in guard.tagged()]
+
+
+def test_an_agent_saves_restores_and_forks_atari_exactly(tmp_path: Path, guard: ProcessGuard) -> None:
+    require("ale_py")
+    breakout = declare(tmp_path, guard, "forks", "--seed", "6", "ALE/Breakout-v5")
+
+    async def explore() -> None:
+        async with playing(breakout, tmp_path, guard) as agent:
+            await agent.call("act", {"action": "FIRE", "frames": 5})
+            saved = await agent.call("save_state", {"label": "ball in play"})
+            assert saved["how"] == "snapshot" and saved["exact"] is True and saved["simFrame"] == 5, saved
+            at_save = await agent.call("get_state", {"summary": True})
+            shot, _png = await agent.look()
+            await agent.call("act", {"action": "LEFT", "frames": 30})
+            restored = await agent.call("restore_state", {"state": saved["state"]})
+            assert restored["exact"] is True and restored["simFrame"] == 5, restored
+            again = await agent.call("get_state", {"summary": True})
+            assert again["game"] == at_save["game"]
+            forks = [await agent.call("fork_instance", {"state": saved["state"]}) for _ in range(3)]
+            ports = [agent.port] + [fork["port"] for fork in forks]
+            assert all(fork["exact"] is True for fork in forks) and len(set(ports)) == 4, forks
+            seen: dict[int, list[Any]] = {port: [] for port in ports}
+            for action in ("RIGHT", "LEFT", "FIRE", "NOOP", "LEFT"):
+                for port in ports:
+                    moved = await agent.call("act", {"action": action, "frames": 4}, port=port)
+                    digest = await agent.call("get_state", {"summary": True}, port=port)
+                    seen[port].append((moved["result"], digest["game"], digest["simFrame"]))
+            assert all(seen[port] == seen[agent.port] for port in ports), "the forks went their own ways"
+            listed = await agent.call("list_states")
+            assert [state["state"] for state in listed["states"]][:1] == [saved["state"]]
+            for fork in forks:
+                stopped = await agent.tool("stop_instance", {"port": fork["port"], "graceMs": 10000})
+                assert stopped["stopped"] is True
+
+    anyio.run(explore)
     assert wait_until(lambda: not guard.tagged(), 10), [p.cmdline()[:3] for p in guard.tagged()]

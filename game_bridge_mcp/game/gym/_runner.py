@@ -66,7 +66,8 @@ def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts
                                      "shapes them, for a number of steps.",
                   _commands.EPISODE: "Start a new episode, with a seed (the same seed and actions give the "
                                      "same episode)."},
-        state=late.state, on_close=lambda: _closed(late))
+        state=late.state, on_close=lambda: _closed(late),
+        snapshot=(lambda: late.engine.snapshots.save(), lambda data: late.engine.snapshots.load(data)))
     seed_base = opts.seed if opts.seed is not None else secrets.randbelow(2 ** 31)
     engine = Engine(env, family, bridge, env_id=env_id, seed_base=seed_base, autoreset=opts.autoreset,
                     journal=not callable(getattr(family, "native_save", None)))
