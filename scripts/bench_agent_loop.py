@@ -13,7 +13,7 @@ Two loops, chosen by what the bridge offers (its ``call_tool`` schema):
 * **one call** (a bridge with ``until``): ``call_tool drop {x}, until {game.moving == 0}``;
   the board is read from the answer's ``text`` (``ui.text``), whether it worked from
   ``result`` / ``CommandFailed``;
-* **three calls** (a bridge without it, as before issue 12): ``call_tool drop``, then
+* **three calls** (a bridge without them): ``call_tool drop``, then
   ``wait_for game.moving == 0``, then a full ``get_state`` for the board.
 
 The policy is the demo's own (``choose_x``: onto an equal fruit, else the lowest column), so

@@ -57,10 +57,6 @@ ECHO_SERVER = (
     "    sys.stdout.buffer.flush()\n")
 
 
-def median_ms(values: Sequence[float]) -> float:
-    return round(benchkit.median(values), 3)
-
-
 def rounds(modes: dict[str, Mode], calls: int, pacer: bench.Pacer | None, rng: random.Random) -> dict[str, list[float]]:
     """``calls`` rounds, each calling every mode once in a shuffled order; times in ms."""
     times: dict[str, list[float]] = {name: [] for name in modes}
@@ -78,7 +74,7 @@ def rounds(modes: dict[str, Mode], calls: int, pacer: bench.Pacer | None, rng: r
 
 
 def paired(times: dict[str, list[float]], mode: str, base: str) -> float:
-    return median_ms([a - b for a, b in zip(times[mode], times[base])])
+    return benchkit.median([a - b for a, b in zip(times[mode], times[base])], 3)
 
 
 def micro(fn: Mode, repeat: int = 2000) -> float:
@@ -159,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pacer = bench.Pacer(port, 1 / 1000)
             times = rounds(modes, args.calls, pacer, rng)
             pacer.close()
-            entry: dict[str, Any] = {name: median_ms(values) for name, values in times.items()}
+            entry: dict[str, Any] = {name: benchkit.median(values, 3) for name, values in times.items()}
             entry["bridge over the floor"] = paired(times, "in-process", "floor")
             for server in ("stdio, fast path", "stdio, SDK dispatch"):
                 entry[f"{server}: MCP layer (over in-process)"] = paired(times, server, "in-process")
@@ -174,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "list_instances, SDK dispatch": lambda: sdk.tool("list_instances", nothing)}
         rounds(layer, 20, None, rng)
         times = rounds(layer, args.calls, None, rng)
-        split = {name: median_ms(values) for name, values in times.items()}
+        split = {name: benchkit.median(values, 3) for name, values in times.items()}
         for server in ("fast path", "SDK dispatch"):
             split[f"tools/call over ping, {server}"] = paired(times, f"list_instances, {server}",
                                                               f"ping, {server}")

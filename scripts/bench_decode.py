@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What bounding the decoded size costs: ``jsonio.decode_json`` counts a large body's
-objects, arrays and commas before parsing it (issue 11). This measures that count as a
+objects, arrays and commas before parsing it. This measures that count as a
 share of the whole decode, for typical ``/state`` documents of 1, 10 and 25 MB (the
 benchmark game's entity records), interleaved run by run so the ratio holds on a noisy
 machine; and what refusing a hostile 60 MB body of empty objects costs (time and peak

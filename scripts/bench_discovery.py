@@ -122,9 +122,7 @@ def measure(fn: Callable[[], dict], runs: int) -> tuple[list[float], dict]:
 
 
 def summary(label: str, times: list[float], extra: str = "") -> str:
-    figures = benchkit.summary(times, digits=1)
-    return (f"{label:<14} runs={len(times):<3} median={figures['median']:7.1f} ms  "
-            f"p95={figures['p95']:7.1f} ms  max={max(times):7.1f} ms{extra}")
+    return f"{label:<14} {benchkit.text(times)}{extra}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,11 +42,6 @@ sys.path.insert(0, str(ROOT))
 from game_bridge_mcp.game import GameBridge  # noqa: E402
 
 
-def summary(samples_s: list[float]) -> dict[str, float]:
-    figures = benchkit.summary(samples_s, scale=1000, digits=3)
-    return {"medianMs": figures["median"], "p95Ms": figures["p95"]}
-
-
 def measure(port: int, paths: list[str], reps: int) -> dict[str, dict[str, Any]]:
     """Each path ``reps`` times, interleaved, on one kept-alive connection."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -64,7 +59,7 @@ def measure(port: int, paths: list[str], reps: int) -> dict[str, dict[str, Any]]
                 sizes[path] = len(body)
     finally:
         conn.close()
-    return {path: {**summary(samples[path]), "bytes": sizes[path]} for path in paths}
+    return {path: {**benchkit.in_ms(samples[path]), "bytes": sizes[path]} for path in paths}
 
 
 def compare(port: int, reps: int) -> dict[str, Any]:

@@ -292,9 +292,7 @@ def reap_trial(work: Path, bridge: str, scenario: str, how: str) -> dict[str, An
 
 
 def summary(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{benchkit.median(values):7.0f} (min {min(values):.0f}, max {max(values):.0f})"
+    return benchkit.text(values, digits=0) if values else "-"
 
 
 def main() -> int:

@@ -80,11 +80,6 @@ def game(argv: list[str]) -> int:
 
 
 # =========================================================================== measuring
-def summary(values: list[float]) -> dict[str, float]:
-    figures = benchkit.summary(values, digits=2)
-    return {"median": figures["median"], "p95": figures["p95"]}
-
-
 def run_for_fps(wrapped: bool, seconds: float) -> tuple[float, float]:
     """(frames per second, CPU microseconds per frame) of one run of the game."""
     prefix = [sys.executable, "-m", "game_bridge_mcp.game.pygame", "--port", "0"] if wrapped else [sys.executable]
@@ -163,7 +158,7 @@ def bench_screenshot(quick: bool) -> dict[str, Any]:
                     times.append((time.perf_counter() - start) * 1000)
                     if status != 200:
                         raise RuntimeError(f"/screenshot answered {status}")
-                stats = summary(times)
+                stats = benchkit.summary(times, digits=2)
                 width, height = (int(n) for n in _png_size(last))
                 rows.append({"window": size, "limit": limit, "medianMs": stats["median"], "p95Ms": stats["p95"],
                              "medianFrames": round(stats["median"] / (1000 / 60), 2),
@@ -204,7 +199,7 @@ def bench_input(quick: bool) -> dict[str, Any]:
                     raise RuntimeError("the key press never showed")
     finally:
         game_proc.close()
-    stats = summary(frames)
+    stats = benchkit.summary(frames, digits=2)
     return {"rows": [{"what": "key space -> first picture showing it", "medianFrames": stats["median"],
                       "p95Frames": stats["p95"], "maxFrames": max(frames), "trials": trials}]}
 

@@ -58,11 +58,6 @@ def tokens(width: int, height: int) -> int:
     return round(width * height / 750)
 
 
-def summary(samples_s: list[float]) -> dict[str, float]:
-    figures = benchkit.summary(samples_s, scale=1000, digits=2)
-    return {"medianMs": figures["median"], "p95Ms": figures["p95"]}
-
-
 def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
     samples, result = [], None
     for _ in range(reps):
@@ -107,12 +102,13 @@ def bench_encode(quick: bool) -> dict[str, Any]:
             ("smoothscale (Surface)", lambda lim=limit: image.from_surface(frame, max_width=lim, max_height=lim)),
         ):
             samples, shot = timed(run, reps)
-            rows.append({"limit": limit, "way": way, **summary(samples), "size": f"{shot.width}x{shot.height}",
-                         "bytes": len(shot.data), "tokens": tokens(shot.width, shot.height)})
+            rows.append({"limit": limit, "way": way, **benchkit.in_ms(samples, digits=2),
+                         "size": f"{shot.width}x{shot.height}", "bytes": len(shot.data),
+                         "tokens": tokens(shot.width, shot.height)})
     width, height = frame.get_size()
     samples, png = timed(lambda: image.encode_png(raw, width, height, 3), reps)
-    rows.append({"limit": None, "way": "encode only, 1920x1080", **summary(samples), "size": "1920x1080",
-                 "bytes": len(png), "tokens": tokens(width, height)})
+    rows.append({"limit": None, "way": "encode only, 1920x1080", **benchkit.in_ms(samples, digits=2),
+                 "size": "1920x1080", "bytes": len(png), "tokens": tokens(width, height)})
     return {"frame": "1920x1080 RGB", "rows": rows}
 
 
@@ -177,7 +173,7 @@ def bench_http(quick: bool) -> dict[str, Any]:
                         raise RuntimeError(f"{label}: /screenshot answered {status}: {body[:200]!r}")
                     last = body
                 _mime, width, height = image.image_info(last)
-                stats = summary(samples)
+                stats = benchkit.in_ms(samples, digits=2)
                 rows.append({"game": label, "limit": limit, **stats,
                              "medianFrames": round(stats["medianMs"] / (1000 / hz), 2),
                              "size": f"{width}x{height}", "bytes": len(last), "tokens": tokens(width, height)})
@@ -226,13 +222,15 @@ def bench_bridge(quick: bool) -> dict[str, Any]:
                     digest, _ = timed(lambda: hashlib.sha256(body).digest(), reps * 3)
                     encode, _ = timed(lambda: result_of(dict(result)), reps * 3)
                     save, _ = timed(lambda: bridge.screenshots.save(game.port, 0, body, "png"), reps * 3)
-                    bridge_stats, http_stats = summary(through), summary(direct)
+                    ms = {name: benchkit.in_ms(samples, digits=2)["medianMs"]
+                          for name, samples in (("check", check), ("digest", digest), ("save", save), ("encode", encode))}
+                    bridge_stats, http_stats = benchkit.in_ms(through, digits=2), benchkit.in_ms(direct, digits=2)
                     rows.append({"game": label, "limit": limit, "size": f"{result['width']}x{result['height']}",
                                  "bytes": len(body), "tokens": tokens(result["width"], result["height"]),
                                  "medianMs": bridge_stats["medianMs"], "httpMs": http_stats["medianMs"],
                                  "overheadMs": round(bridge_stats["medianMs"] - http_stats["medianMs"], 2),
-                                 "readImageMs": summary(check)["medianMs"], "changedMs": summary(digest)["medianMs"],
-                                 "saveMs": summary(save)["medianMs"], "mcpResultMs": summary(encode)["medianMs"],
+                                 "readImageMs": ms["check"], "changedMs": ms["digest"], "saveMs": ms["save"],
+                                 "mcpResultMs": ms["encode"],
                                  "p95Ms": bridge_stats["p95Ms"]})
             finally:
                 game.close()

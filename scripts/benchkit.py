@@ -26,8 +26,9 @@ def p95(values: Iterable[float]) -> float:
     return percentile(values, 95)
 
 
-def median(values: Iterable[float]) -> float:
-    return float(statistics.median(list(values)))
+def median(values: Iterable[float], digits: int | None = None) -> float:
+    middle = float(statistics.median(list(values)))
+    return middle if digits is None else round(middle, digits)
 
 
 def summary(values: Sequence[float], *, scale: float = 1.0, digits: int = 3) -> dict[str, float]:
@@ -37,6 +38,20 @@ def summary(values: Sequence[float], *, scale: float = 1.0, digits: int = 3) -> 
     quart = statistics.quantiles(ordered, n=4) if len(ordered) >= 4 else [ordered[0], 0.0, ordered[-1]]
     return {"median": round(statistics.median(ordered), digits), "p95": round(p95(ordered), digits),
             "iqr": round(quart[2] - quart[0], digits), "n": len(ordered)}
+
+
+def in_ms(samples_s: Sequence[float], *, digits: int = 3) -> dict[str, float]:
+    """:func:`summary` of times in seconds, in milliseconds, its fields named so
+    (``medianMs``, ``p95Ms``, ``iqrMs``; ``n``)."""
+    figures = summary(samples_s, scale=1000, digits=digits)
+    return {"medianMs": figures["median"], "p95Ms": figures["p95"], "iqrMs": figures["iqr"], "n": figures["n"]}
+
+
+def text(values: Sequence[float], *, unit: str = "ms", digits: int = 1) -> str:
+    """A sample in one line for a person: its median, p95, least and most."""
+    figures = summary(values, digits=digits)
+    return (f"median {figures['median']:.{digits}f} {unit} (p95 {figures['p95']:.{digits}f}, "
+            f"min {min(values):.{digits}f}, max {max(values):.{digits}f}, n {len(values)})")
 
 
 def paired(values: Sequence[float], floor: Sequence[float], **kwargs: Any) -> dict[str, float]:
@@ -74,4 +89,4 @@ def load_average() -> float:
         return -1.0
 
 
-__all__ = ["load_average", "machine", "median", "p95", "paired", "percentile", "summary"]
+__all__ = ["in_ms", "load_average", "machine", "median", "p95", "paired", "percentile", "summary", "text"]

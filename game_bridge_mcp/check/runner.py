@@ -25,8 +25,8 @@ from ..config import OptionError, OptionParser
 from ..contract import (AFTER_FEATURE, CLOCK, EVENTS_FEATURE, FEATURES, INPUT, RESULTS, SCREENSHOT_FEATURE,
                         SNAPSHOT_FEATURE, VIEW_FEATURE)
 from ..errors import BridgeError, BridgeUsageError
-from ..manifest.progress import TerminalProgress
-from ..manifest.sanitise import terminal
+from ..terminal.progress import TerminalProgress
+from ..terminal.text import terminal
 
 
 #: How long after a launched game answers the registry is watched for its entry.

@@ -16,8 +16,8 @@ from ..launch.declaration import apply_project_config
 from ..errors import ERROR_TYPES, BridgeError, BridgeUsageError, exit_codes_text
 from ..core.screenshot import IMAGE_KEY, ImagePayload
 from ..core.tools.table import BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
-from ..manifest.progress import Progress, TerminalProgress
-from ..manifest.sanitise import terminal
+from ..terminal.progress import Progress, TerminalProgress
+from ..terminal.text import terminal
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
@@ -26,7 +26,7 @@ usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
        game-bridge-mcp call TOOL --help [--port N]
 
 Runs TOOL once, in-process, and prints its result as JSON on stdout. TOOL is one of the
-seven tools or any tool call_tool can reach (bridge tools, composites, the game's tools);
+advertised tools or any tool call_tool can reach (bridge tools, composites, the game's tools);
 JSON is its arguments object. Errors go to stderr; the exit code says which:
   """ + exit_codes_text() + """.
 TOOL --help describes one tool and its arguments (a game's tool: read from the game on --port).

@@ -1,4 +1,4 @@
-"""``game-bridge-mcp demo``: the bundled demo game launched and played with the seven tools in a
+"""``game-bridge-mcp demo``: the bundled demo game launched and played with the advertised tools in a
 temporary directory; ``--init`` writes its ``gamebridge.json`` here instead."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, TextIO
 
 from ..config import OptionError, OptionParser, command_name
 from ..errors import BridgeError
-from ..manifest.progress import TerminalProgress
-from ..manifest.sanitise import terminal
+from ..terminal.progress import TerminalProgress
+from ..terminal.text import terminal
 
 DECLARATION = "gamebridge.json"
 #: Where the game launched from ``demo --init``'s declaration writes its screenshots:

@@ -15,7 +15,7 @@ from ..config import build_parser, command_name, configure_logging, parse_cli
 from ..launch.declaration import apply_project_config
 from ..launch.guarantees import warn_once
 from ..launch.parent import become_subreaper, restore_sigchld
-from ..manifest.sanitise import terminal
+from ..terminal.text import terminal
 from ..errors import BridgeError, BridgeUsageError, exit_codes_text
 from ..wrappers import NAMES as WRAPPERS, find as find_wrapper
 

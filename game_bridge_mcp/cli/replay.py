@@ -13,8 +13,8 @@ from typing import TextIO
 from ..config import Config, OptionError, OptionParser
 from ..launch.declaration import apply_project_config
 from ..errors import BridgeError, BridgeUsageError
-from ..manifest.progress import TerminalProgress
-from ..manifest.sanitise import terminal
+from ..terminal.progress import TerminalProgress
+from ..terminal.text import terminal
 
 USAGE = """\
 usage: game-bridge-mcp replay FILE (--port N [--port N ...] | --launch) [--ignore PATH ...]

@@ -21,7 +21,7 @@ from ..wire.transport import Opener
 from . import ports
 from .boundary import clean_answer, clean_error, clean_progress
 from .composites import Composite, check_composites
-from .host import Host, Instance, Progress
+from .host import Host, BridgeInstance, Progress
 from .screenshot import Screenshots
 from .states.store import StateStore
 from .tools.table import BRIDGE_TOOL_NAMES, BRIDGE_TOOLS, TOOL_NAMES, TOOLS, tool_def
@@ -48,7 +48,7 @@ class Bridge:
         #: Grows by one whenever a manifest read for a port differs from the one read
         #: before it (``--eager`` compares it to know when to send list_changed).
         self.manifest_changes = 0
-        self._instances: dict[int, Instance] = {}
+        self._instances: dict[int, BridgeInstance] = {}
         self._lock = threading.Lock()
         self._manifest_file = ManifestFile(self.config.manifest_file)
         self.screenshots = Screenshots(environ=self.config.environ, registry_dir=self.config.registry_dir)
@@ -62,13 +62,13 @@ class Bridge:
         """The HTTP opener every request to a game goes through (None: the default)."""
         return self._opener
 
-    def instance(self, port: int) -> Instance:
+    def instance(self, port: int) -> BridgeInstance:
         """What is kept about ``port`` (made on first use)."""
         with self._lock:
             inst = self._instances.get(port)
             if inst is None:
-                inst = Instance(GameClient(port, timeout_ms=self.config.timeout_ms, opener=self._opener,
-                                            launch_hint=self.config.effective_launch_hint()))
+                inst = BridgeInstance(GameClient(port, timeout_ms=self.config.timeout_ms, opener=self._opener,
+                                                 launch_hint=self.config.effective_launch_hint()))
                 self._instances[port] = inst
             return inst
 
@@ -151,7 +151,7 @@ class Bridge:
     # ------------------------------------------------------------------ dispatch
     def run_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *,
                  progress: Progress | None = None) -> dict[str, Any]:
-        """Run one of the seven tools by its MCP name, with the tools' argument names.
+        """Run one of the advertised tools by its MCP name, with the tools' argument names.
 
         This is the Bridge's one door (the MCP adapter, ``--eager``'s flat tools, the
         ``call`` CLI, replay and the pytest driver all come through it), and so the one

@@ -1,5 +1,5 @@
 """What a tool's handler is given of the Bridge (the :class:`Host` protocol), and the
-:class:`Instance` record the Bridge keeps for each port.
+:class:`BridgeInstance` record the Bridge keeps for each port.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ Progress = Callable[[float, float | None, str], None]
 
 
 @dataclass
-class Instance:
+class BridgeInstance:
     """What the bridge keeps about one port. What is known about the game's answers (its
     frames, what /health carries, restarts) is the GameClient's; the Bridge keeps the
     manifest it read, for the client's generation it was read in, and what the agent has
@@ -72,7 +72,7 @@ class Host(Protocol):
     @property
     def toolset(self) -> tuple[ToolDef, ...]: ...
 
-    def instance(self, port: int) -> Instance: ...
+    def instance(self, port: int) -> BridgeInstance: ...
 
     def client(self, port: int) -> GameClient: ...
 

@@ -1,5 +1,5 @@
-"""One launched game: the :class:`Instance` record that owns its process tree, and what is done
-to that one tree (start it, observe its child's exit without reaping it, find its listener,
+"""One launched game: the :class:`LaunchedInstance` record that owns its process tree, and what
+is done to that one tree (start it, observe its child's exit without reaping it, find its listener,
 report a boot failure, end it)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def how_exited(code: int | None) -> str:
 
 
 @dataclass
-class Instance:
+class LaunchedInstance:
     """One launched process tree and everything the launcher owns about it."""
 
     port: int
@@ -99,7 +99,7 @@ class Instance:
     @classmethod
     def start(cls, decl: LaunchDeclaration, lock: PortLock, *, command: list[str] | str,
               use_shell: bool, display: str, launch_id: str, env: Mapping[str, str],
-              log_path: Path, log_fd: int, detached: bool, log_cap_bytes: int = LOG_CAP_BYTES) -> Instance:
+              log_path: Path, log_fd: int, detached: bool, log_cap_bytes: int = LOG_CAP_BYTES) -> LaunchedInstance:
         """Start ``command`` for ``lock.port`` in a new session (its own process group),
         stdin from /dev/null, output into a pipe pumped to the log file (or, detached,
         straight into the log file, which is then tailed), and return its record. Raises
@@ -374,5 +374,5 @@ def missing_module_advice(tail: Sequence[str]) -> str | None:
     return None
 
 
-__all__ = ["FAILURE_TAIL_LINES", "Instance", "STRAGGLER_GRACE_S", "how_exited", "missing_module_advice",
+__all__ = ["FAILURE_TAIL_LINES", "LaunchedInstance", "STRAGGLER_GRACE_S", "how_exited", "missing_module_advice",
            "signal_name"]

@@ -17,7 +17,7 @@ from .capture import LOG_CAP_BYTES, TailReader, open_log_file, prune_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from .instance import Instance, how_exited, signal_name
+from .instance import LaunchedInstance, how_exited, signal_name
 from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
@@ -51,7 +51,7 @@ EXIT_STATUS_S = 1.0
 MAX_TIMEOUT_MS = 86_400_000
 
 
-def _describe_exit(answer: dict[str, Any], inst: Instance) -> None:
+def _describe_exit(answer: dict[str, Any], inst: LaunchedInstance) -> None:
     """Add ``signal`` (the signal that ended the launched process) or ``exitUnknown``
     (its status was lost) to an answer that reports ``exitCode``."""
     name = signal_name(inst.exit_code)
@@ -81,7 +81,7 @@ class Launcher:
         self._environ: Mapping[str, str] = dict(environ if environ is not None else config.environ)
         self._log_dir_arg = log_dir
         self._log_dir: Path | None = None
-        self._instances: dict[int, Instance] = {}
+        self._instances: dict[int, LaunchedInstance] = {}
         self._lock = threading.Lock()
         self._closed = False
         #: Detached (``call launch_instance --keep``): the game outlives this process, so it
@@ -280,7 +280,7 @@ class Launcher:
         prune_logs(self._log_dir, keep=in_use)  # at every launch: age, count and size
         return self._log_dir
 
-    def _spawn(self, decl: LaunchDeclaration, lock: PortLock, extra_env: Mapping[str, str]) -> Instance:
+    def _spawn(self, decl: LaunchDeclaration, lock: PortLock, extra_env: Mapping[str, str]) -> LaunchedInstance:
         port = lock.port
         command, use_shell = decl.render(port)
         display = decl.display(port)
@@ -293,7 +293,7 @@ class Launcher:
         try:
             with self._lock:
                 self._check_open()
-                inst = Instance.start(decl, lock, command=command, use_shell=use_shell, display=display,
+                inst = LaunchedInstance.start(decl, lock, command=command, use_shell=use_shell, display=display,
                                       launch_id=launch_id, env=env, log_path=log_path, log_fd=log_fd,
                                       log_cap_bytes=self.log_cap_bytes,
                                       detached=self.detached)
@@ -317,7 +317,7 @@ class Launcher:
         log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
         return inst
 
-    def _wait_ready(self, inst: Instance, timeout_ms: int, progress: ProgressCallback | None) -> dict:
+    def _wait_ready(self, inst: LaunchedInstance, timeout_ms: int, progress: ProgressCallback | None) -> dict:
         client = GameClient(inst.port, opener=self._opener, timeout_ms=1000)
         deadline = Deadline(timeout_ms / 1000.0, start=inst.started)
         next_report = inst.started + PROGRESS_INTERVAL_S
@@ -363,7 +363,7 @@ class Launcher:
                                     f"(last check: {last_problem})", timed_out=True)
         return details
 
-    def _ready(self, inst: Instance, client: GameClient) -> dict:
+    def _ready(self, inst: LaunchedInstance, client: GameClient) -> dict:
         ready_ms = int((time.monotonic() - inst.started) * 1000)
         self._note_descendants(inst)
         holder, _pid = inst.port_holder()
@@ -385,14 +385,14 @@ class Launcher:
             result["notes"] = list(inst.lock.skipped)
         return result
 
-    def _fail_launch(self, inst: Instance, what: str, *, exit_code: int | None = None,
+    def _fail_launch(self, inst: LaunchedInstance, what: str, *, exit_code: int | None = None,
                      timed_out: bool = False) -> NoReturn:
         """Reap the tree, forget the instance and raise the boot-failure error docs/launching.md describes."""
         self._discard(inst, term_s=STOP_TERM_S)
         raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out)
 
     # ------------------------------------------------------------------ stop parts
-    def _is_tracked(self, inst: Instance) -> bool:
+    def _is_tracked(self, inst: LaunchedInstance) -> bool:
         with self._lock:
             return self._instances.get(inst.port) is inst
 
@@ -407,13 +407,13 @@ class Launcher:
                 port=port)
         return self._stop_instance(inst, grace_ms=grace_ms, term_s=term_s)
 
-    def _stop_quietly(self, inst: Instance, grace_ms: int) -> None:
+    def _stop_quietly(self, inst: LaunchedInstance, grace_ms: int) -> None:
         try:
             self._stop_instance(inst, grace_ms=grace_ms, term_s=SHUTDOWN_TERM_S)
         except Exception:  # shutdown must go on with the others
             log.exception("stopping the instance on port %d failed", inst.port)
 
-    def _stop_instance(self, inst: Instance, *, grace_ms: int, term_s: float) -> dict:
+    def _stop_instance(self, inst: LaunchedInstance, *, grace_ms: int, term_s: float) -> dict:
         def stop() -> dict[str, Any]:
             t0 = time.monotonic()
             how, survivors, note = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)
@@ -450,7 +450,7 @@ class Launcher:
 
         return inst.stop_once(stop)
 
-    def _discard(self, inst: Instance, *, term_s: float) -> None:
+    def _discard(self, inst: LaunchedInstance, *, term_s: float) -> None:
         """End a tree without asking it to close (a failed or cancelled launch)."""
         def discard() -> dict[str, Any]:
             procs.reap_tree(inst.tree, term_s=term_s, kill_s=1.0)
@@ -459,7 +459,7 @@ class Launcher:
 
         inst.stop_once(discard)
 
-    def _forget(self, inst: Instance) -> None:
+    def _forget(self, inst: LaunchedInstance) -> None:
         """Release everything held for an ended instance: the child's exit status, the
         pidfd, the port lock, the watcher's record."""
         with self._lock:
@@ -469,11 +469,11 @@ class Launcher:
         self._watcher.send({"op": "forget", "id": inst.launch_id})
 
     # ------------------------------------------------------------------ monitor
-    def _tracked(self) -> list[Instance]:
+    def _tracked(self) -> list[LaunchedInstance]:
         with self._lock:
             return list(self._instances.values())
 
-    def _note_descendants(self, inst: Instance) -> None:
+    def _note_descendants(self, inst: LaunchedInstance) -> None:
         self._monitor.note_descendants(inst)
 
 

@@ -9,7 +9,7 @@ import threading
 from typing import Any, Callable
 
 from . import parent, procs
-from .instance import Instance
+from .instance import LaunchedInstance
 from .procs import MARKER_KEY, ProcRef
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def _traces_of(ref: ProcRef) -> tuple[int | None, int | None, list[str]]:
 class Monitor:
     """Watches the launched trees of one launcher (see the module docstring)."""
 
-    def __init__(self, instances: Callable[[], list[Instance]], watcher: Any) -> None:
+    def __init__(self, instances: Callable[[], list[LaunchedInstance]], watcher: Any) -> None:
         self._instances = instances
         self._watcher = watcher
         self._stop = threading.Event()
@@ -65,7 +65,7 @@ class Monitor:
                     self.note_descendants(inst)
             self.adopt()
 
-    def note_descendants(self, inst: Instance) -> None:
+    def note_descendants(self, inst: LaunchedInstance) -> None:
         """Record ``inst``'s new descendants and tell the watcher."""
         try:
             for ref in inst.tree.refresh():

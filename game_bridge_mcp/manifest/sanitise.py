@@ -1,14 +1,14 @@
 """The one sanitiser of game text: hidden characters removed and lengths capped, for the
-manifest, the Bridge's answers (``core/boundary.py``) and every stream a command line writes."""
+manifest, the Bridge's answers (``core/boundary.py``) and every stream a command line writes
+(``terminal/text.py``)."""
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 from ..contract import DESCRIPTION_CHARS
 
@@ -154,41 +154,6 @@ def quote_name(value: Any) -> str:
     return "'" + one_line(value, NAME_LIMIT) + "'"
 
 
-class TerminalText(io.TextIOBase):
-    """A text stream that writes through :func:`strip_hidden`: what a command prints quotes
-    a game's answers and errors, a trace's names and values, a launched game's output, to
-    a person at a terminal, where an escape sequence could set the window title, write
-    the clipboard (OSC 52) or clear the screen, and a bidi override reorder the line. Each
-    character is judged alone, so a sequence split across writes is removed as well."""
-
-    def __init__(self, stream: TextIO) -> None:
-        super().__init__()
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        self.stream.write(strip_hidden(text) if isinstance(text, str) else text)
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return bool(self.stream.isatty())
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.stream, "encoding", None) or "utf-8"
-
-
-def terminal(stream: TextIO) -> TextIO:
-    """``stream`` as a :class:`TerminalText` (itself when it already is one): the one
-    cleaner every command line output goes through."""
-    return stream if isinstance(stream, TerminalText) else TerminalText(stream)  # type: ignore[return-value]
-
-
 __all__ = ["ARG_DESCRIPTION_LIMIT", "DESCRIPTION_LIMIT", "EXAMPLE_LIMIT", "FOLDED_DEFAULT_LIMIT", "GAME_DESCRIPTION_LIMIT",
            "IDENTITY_LIMIT", "NAME_LIMIT", "cap_text", "clean_text", "is_clean", "kind_of", "one_line",
-           "quote_name", "sanitise_text", "strip_hidden", "TerminalText", "terminal"]
+           "quote_name", "sanitise_text", "strip_hidden"]

@@ -233,7 +233,7 @@ class BridgeServer:
     # ------------------------------------------------------------------ calls
     def dispatch(self, name: str, arguments: dict[str, Any], progress: Callable[[float, float | None, str], None] | None) -> dict[str, Any]:
         """Runs in a worker thread. Every tool call passes through here, so this is where a
-        recording wraps it (as the seven tools' call it is: a flat tool of --eager is
+        recording wraps it (as the advertised tools' call it is: a flat tool of --eager is
         recorded as the call_tool it stands for)."""
         tool, args, run = self._route(name, arguments, progress)
         try:

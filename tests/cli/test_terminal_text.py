@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from game_bridge_mcp.manifest.sanitise import TerminalText, terminal
+from game_bridge_mcp.terminal.text import TerminalText, terminal
 from peers.handmade import HandmadeGame
 from peers.hostile_text import EVIL, forbidden
 

@@ -1,5 +1,5 @@
-"""Every piece of game text reaches the agent through one sanitiser at one boundary
-(issue 11, item 5): a game whose every text is hostile (``peers/hostile_text.py``) is
+"""Every piece of game text reaches the agent through one sanitiser at one boundary:
+a game whose every text is hostile (``peers/hostile_text.py``) is
 driven through the real MCP client over every channel, and each whole answer (text
 blocks, parsed and raw, structuredContent, progress notifications) is scanned for
 control, bidirectional and zero-width characters.

@@ -1,4 +1,4 @@
-"""Cancellation ends the work (issue 11, item 3).
+"""Cancellation ends the work.
 
 A client that cancels a call (``notifications/cancelled``: the user pressed Esc) must
 not leave a worker thread polling, sleeping or waiting until the call's own deadline.

@@ -1,4 +1,4 @@
-"""Each event once (docs/contract.md, ``events``, issue 12): call_tool's answer and get_state's
+"""Each event once (docs/contract.md, ``events``): call_tool's answer and get_state's
 digest carry the events that are new since the bridge's last answer for the port, with
 their fields, bounded, with a count of what was left out; ``get_events`` pages by cursor;
 a restart resets the cursor and says so; a game without seq gets its recent events, as

@@ -1,4 +1,4 @@
-"""A game that explains itself (the contract extensions' manifest and state conventions, issue 12):
+"""A game that explains itself (the contract extensions' manifest and state conventions):
 ``game.description`` in list_toolsets, ``enum`` / ``minimum`` / ``maximum`` in schemas,
 ``ui.text`` and ``paused`` in the digest. Through the real MCP client, against the kit's
 demo and the hand-made game; hostile sizes are capped and the bridge keeps serving."""

@@ -1,4 +1,4 @@
-"""A game's answers cannot break or mislead the bridge (issue 11, items 4 and 5): the
+"""A game's answers cannot break or mislead the bridge: the
 decoded size of an answer is bounded, absurd numbers give a clear error or a sane
 answer (never an InternalError, never a port that stays broken), and a commandId the
 game already reported completed cannot confirm a new command.

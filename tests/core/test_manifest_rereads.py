@@ -1,4 +1,4 @@
-"""Smaller holes (issue 11, item 7): a passthrough call does not re-fetch ``/tools`` every
+"""Smaller holes: a passthrough call does not re-fetch ``/tools`` every
 time, an argument too long for a URL is the caller's error before anything is sent, and
 ``--eager`` does not keep re-reading a manifest that does not change.
 

@@ -1,4 +1,4 @@
-"""Command outcomes (docs/contract.md, ``results``, issue 12): a refused command is
+"""Command outcomes (docs/contract.md, ``results``): a refused command is
 CommandFailed with the game's reason and the state after it, a result reaches the answer,
 and a game without the feature (or with a broken list) is treated as before.
 

@@ -1,4 +1,4 @@
-"""Ports that find the agent's instance (issue 12): with no port anywhere, the one instance
+"""Ports that find the agent's instance: with no port anywhere, the one instance
 this bridge launched is the port (several: an error naming them); GameOffline names the
 live instances the bridge knows of; list_instances scans the declaration's portRange too.
 Real child processes (the hand-made game) launched from a real gamebridge.json."""

@@ -1,4 +1,4 @@
-"""One call per move (issue 12): ``call_tool``'s ``until`` waits after the confirmation for
+"""One call per move: ``call_tool``'s ``until`` waits after the confirmation for
 a condition and answers with the state that met it; ``wait_for`` carries that digest too;
 a composite's context gets the same. Through the real MCP client, against the kit's demo
 and the hand-made game."""

@@ -1,5 +1,5 @@
 """MCP over streamable HTTP (``--http``) against a real server subprocess, with the SDK's
-own HTTP client: the seven tools, the token, Host and Origin, sessions that own what
+own HTTP client: the advertised tools, the token, Host and Origin, sessions that own what
 they launch, a session's end (DELETE, idle), the server's end (SIGTERM, SIGKILL) and
 the bad input of a shared server."""
 

@@ -1,6 +1,6 @@
 """Every resource bounded, on the launcher's side: a chatty game's log against its cap,
 old logs pruned by age, count and size through the one pruning rule, the known
-descendants of a busy tree, and the watcher link (issue 11, item 4)."""
+descendants of a busy tree, and the watcher link."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The launch declaration is code: only the project's own is found, and one another user
-could have written is refused, never run, never shown as a launch hint (issue 11, item 2).
+could have written is refused, never run, never shown as a launch hint.
 
 Real files and directories; ownership is changed for real when the test runs as root,
 and otherwise the check is asked on behalf of another uid (which is what "owned by

@@ -1,6 +1,6 @@
 """Never signal a foreign process: an inherited "ignore SIGCHLD", a leader reaped behind
 Popen's back, exit statuses told truthfully, a stranger on a crashed game's port, the
-subreaper and the processes a declaration spares (issue 11, item 1)."""
+subreaper and the processes a declaration spares."""
 
 from __future__ import annotations
 

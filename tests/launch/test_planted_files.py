@@ -1,7 +1,6 @@
 """Files the launcher writes cannot be planted: whatever sits at a port's lock path (a
 symlink, a directory, a FIFO, a hard link to a file of yours) makes that port skipped
-with a note, never an InternalError, and is never followed, truncated or written
-(issue 11, item 6)."""
+with a note, never an InternalError, and is never followed, truncated or written."""
 
 from __future__ import annotations
 

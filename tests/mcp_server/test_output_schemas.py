@@ -84,7 +84,7 @@ def test_every_tool_advertises_a_valid_object_schema() -> None:
                 return [dump(t) for t in (await client.list_tools()).tools]
 
         tools = anyio.run(eager_tools)
-    assert len(tools) > len(TOOL_NAMES) + 8  # the seven, the bridge toolset and the game's flat tools
+    assert len(tools) > len(TOOL_NAMES) + 8  # the advertised ones, the bridge toolset and the game's flat tools
     for tool in tools:
         schema = tool.get("outputSchema")
         assert isinstance(schema, dict) and schema.get("type") == "object", tool["name"]

@@ -1,5 +1,5 @@
 """A kit-based game script that gets the registry rules wrong on request, for
-``check --launch`` tests: ``python tests/kitfakes_game.py --port N [--register-early]
+``check --launch`` tests: ``python tests/peers/kitfakes_game.py --port N [--register-early]
 [--leave-entry]``."""
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ LAYERS: dict[str, float] = {
     "trace": 3.5,
     "core": 3, "check": 3,
     "discovery": 2, "launch": 2,
+    "terminal": 2,
     "wire": 1, "manifest": 1, "registry": 1,
     "contract": 0, "errors": 0, "config": 0, "paths": 0, "jsonio": 0, "polling": 0, "listeners": 0, "_version": 0,
     "wrappers": 0,

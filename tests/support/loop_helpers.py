@@ -1,4 +1,4 @@
-"""Helpers for the agent-loop tests (issue 12): the two games every test runs against, the
+"""Helpers for the agent-loop tests: the two games every test runs against, the
 kit's demo and the hand-made reference game, and a bridge behind the real MCP client.
 
 The kit and the bridge are written by the same project, so every wire behaviour is tested

@@ -1,6 +1,6 @@
 """The calls tools: ``call_tool``, which runs any tool on an instance (the bridge's, a
 composite, the game's manifest, then passthrough), and the bridge toolset's ``raw_command``.
-A command's way through the bridge is core/commands.py's."""
+A command's way through the bridge is core/tools/commands.py's."""
 
 from __future__ import annotations
 
@@ -18,11 +18,10 @@ from ..composites import Composite, CompositeContext, composite_schema, suited
 from ..host import Host, Progress
 from ..waiting import Until
 from .shapes import INT, STR, STR_OR_NULL, answer, from_game, rooted, with_digest
-from .unit import PORT, ToolDef, check_arguments, schema
+from .unit import BRIDGE_LIST, PORT, ToolDef, check_arguments, schema
 
 log = logging.getLogger(__name__)
 
-BRIDGE_LIST = ", ".join(BRIDGE_TOOLSET)
 _BRIDGE_NAMES = frozenset(BRIDGE_TOOLSET)
 #: Bridge tools for which no port means something of its own (every session's states; a
 #: fork from a state), not the default instance.

@@ -28,7 +28,7 @@ CALL_TOOL = replace(calls.CALL_TOOL, output=rooted({
               states.FORK_ANSWER, states.LIST_ANSWER, instances.CLOSE_ANSWER, calls.COMPOSITE_ANSWER,
               state.WHOLE_STATE]}))
 
-#: The seven advertised tools.
+#: The advertised tools, in the order a client lists them.
 TOOLS: tuple[ToolDef, ...] = (
     instances.LAUNCH_INSTANCE, instances.LIST_INSTANCES, instances.STOP_INSTANCE, instances.INSTANCE_LOG,
     toolsets.LIST_TOOLSETS, toolsets.DESCRIBE_TOOLSET, CALL_TOOL,
@@ -45,7 +45,7 @@ FLAT_TOOL_OUTPUT = rooted(calls.COMMAND_ANSWER)
 
 
 def tool_def(name: str) -> ToolDef | None:
-    """The tool of this name, one of the seven or of the bridge toolset."""
+    """The tool of this name, one of the advertised tools or of the bridge toolset."""
     return _BY_NAME.get(name)
 
 

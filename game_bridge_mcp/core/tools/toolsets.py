@@ -7,15 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...contract import BRIDGE_TOOLSET
 from ...errors import BridgeUsageError
 from ...manifest.reader import Manifest, Toolset
 from ..composites import Composite, composite_schema, suited
 from ..host import Host
 from .shapes import INT, STR, STR_OR_NULL, answer, from_game
-from .unit import PORT, ToolDef, schema
+from .unit import BRIDGE_LIST, PORT, ToolDef, schema
 
-BRIDGE_LIST = ", ".join(BRIDGE_TOOLSET)
 
 NEXT_STEP = "describe_toolset {port, name} gives exact schemas; call_tool {port, name, arguments} runs a tool."
 FALLBACK_NOTE = ("This game publishes no command list (GET /tools). Send commands with call_tool name "

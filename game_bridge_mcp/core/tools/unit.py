@@ -9,7 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ...contract import BRIDGE_TOOLSET
 from ...errors import BridgeUsageError
+
+#: The bridge toolset's names, as the tools' descriptions list them.
+BRIDGE_LIST = ", ".join(BRIDGE_TOOLSET)
 
 #: Every tool's ``port``.
 PORT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 65535,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 from typing import Callable, TextIO
 
-from .sanitise import TerminalText, one_line
+from ..manifest.sanitise import one_line
+from .text import TerminalText
 
 Progress = Callable[[float, "float | None", str], None]
 #: The widest line drawn (a terminal line that wraps cannot be redrawn in place).
