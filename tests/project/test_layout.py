@@ -133,6 +133,7 @@ def game_folder(module: str) -> str:
     return parts[2] if len(parts) > 2 and parts[2] != "__init__" else ""
 
 
+@pytest.mark.slow
 def test_the_game_sides_folders_import_downward() -> None:
     """game/ is folders, not modules side by side: each folder is on a layer of GAME_LAYERS,
     and nothing lies loose beside them but the package's front door."""
