@@ -18,7 +18,7 @@ from ...errors import BridgeError, BridgeUsageError, CommandFailed, NotAGameSurf
 from ...jsonio import as_int
 from ...wire import snapshots as wire
 from ...wire.client import GameClient
-from ..host import Host, Instance
+from ..host import BridgeInstance, Host
 from .journal import Journal
 from ..outcome import command_outcome
 from .reexec import screenshot_sha
@@ -91,7 +91,7 @@ def start_journal(host: Host, port: int, journal: Journal | None = None) -> Jour
     return fresh
 
 
-def live_journal(host: Host, port: int, inst: Instance) -> Journal | None:
+def live_journal(host: Host, port: int, inst: BridgeInstance) -> Journal | None:
     """The instance's journal if it still leads to where the game is: the same process
     this bridge launched paused, and nothing it could not follow since."""
     journal = inst.journal
@@ -103,7 +103,7 @@ def live_journal(host: Host, port: int, inst: Instance) -> Journal | None:
     return journal
 
 
-def why_no_journal(host: Host, port: int, inst: Instance) -> str:
+def why_no_journal(host: Host, port: int, inst: BridgeInstance) -> str:
     if inst.journal is not None and inst.journal.ended is not None:
         return f"its record of what was sent ended: {inst.journal.ended}"
     return ("it was not launched paused by this bridge (launch_instance {paused: true} records what is sent, "
