@@ -9,7 +9,7 @@ never in a project that uses neither.
 
 Where things go, for a new option or marker argument: the command-line and ini options are
 declared in :func:`pytest_addoption` and read in one place, :meth:`Options.read`; what the
-``game_bridge`` marker may say is read by :func:`launch_arguments`.
+``game_bridge`` marker may say is read by :func:`launch_arguments` (and :func:`start_state`).
 """
 
 from __future__ import annotations
@@ -115,11 +115,21 @@ def _config(options: Options, rootpath: Path) -> Config:
 
 
 def launch_arguments(marker: pytest.Mark | None) -> dict[str, Any]:
-    """``launch_instance``'s arguments for a test, from its ``game_bridge`` marker."""
+    """``launch_instance``'s arguments for a test, from its ``game_bridge`` marker (a state
+    to start from needs a paused game: see :func:`start_state`)."""
     arguments: dict[str, Any] = {}
-    if marker is not None and marker.kwargs.get("paused"):
+    if marker is not None and (marker.kwargs.get("paused") or marker.kwargs.get("state")):
         arguments["paused"] = True
     return arguments
+
+
+def start_state(marker: pytest.Mark | None, test_file: Path) -> Path | None:
+    """The state file a test starts from (``state=``, relative to the test's own file), or None."""
+    named = marker.kwargs.get("state") if marker is not None else None
+    if named is None:
+        return None
+    path = Path(str(named)).expanduser()
+    return path if path.is_absolute() else test_file.parent / path
 
 
 @pytest.fixture
@@ -129,8 +139,13 @@ def game(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterato
 
     bridge = Bridge(_config(Options.read(pytestconfig), Path(str(pytestconfig.rootpath))))
     try:
-        started = bridge.run_tool("launch_instance", launch_arguments(request.node.get_closest_marker(MARKER)))
-        yield GameDriver(bridge, int(started["port"]))
+        marker = request.node.get_closest_marker(MARKER)
+        started = bridge.run_tool("launch_instance", launch_arguments(marker))
+        driver = GameDriver(bridge, int(started["port"]))
+        state = start_state(marker, Path(str(request.node.path)))
+        if state is not None:  # the test begins mid-game: a state saved with save_state {keep: true}
+            driver.restore_state(file=str(state))
+        yield driver
     finally:
         bridge.shutdown()
 
@@ -241,7 +256,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}(paused=False): how the game fixture launches the game")
+    config.addinivalue_line("markers", f"{MARKER}(paused=False, state=None): how the game fixture launches the "
+                                       "game, and the state file (.gbstate) it restores first")
 
 
 __all__ = ["GameDriver", "Options", "ReplayDiverged", "assert_replays", "game", "is_recording", "launch_arguments",

@@ -133,6 +133,8 @@ class Trace:
     identities: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: The ports a launch_instance {paused: true} of the recording started a game on.
     launched_paused: frozenset[int] = frozenset()
+    #: Ports that a recorded ``fork_instance`` made (replay maps each to its own fork's).
+    forked: frozenset[int] = frozenset()
 
     @property
     def replayed_calls(self) -> list[Call]:
@@ -142,7 +144,7 @@ class Trace:
         """The game ports of the replayed calls, in order of first appearance."""
         seen: dict[int, None] = {}
         for call in self.replayed_calls:
-            if call.port is not None:
+            if call.port is not None and call.port not in self.forked:
                 seen.setdefault(call.port)
         return list(seen)
 
@@ -216,6 +218,7 @@ def read_trace(path: str | Path) -> Trace:
     calls: list[Call] = []
     identities: dict[int, dict[str, Any]] = {}
     paused: set[int] = set()
+    forked: set[int] = set()
     for number, offset, line, complete in _lines(path, fd):
         try:
             value = decode_json(line, strict=True)
@@ -241,9 +244,13 @@ def read_trace(path: str | Path) -> Trace:
         call = _call(path, number, len(calls) + 1, value, source, offset, len(line))
         calls.append(call)
         _note_identity(call, value, identities, paused)
+        fork = value.get("answer") if call.name == "fork_instance" else None
+        if isinstance(fork, dict) and isinstance(fork.get("port"), int):
+            forked.add(fork["port"])
     if head is None:
         raise _fail(path, "is empty", "A recording starts with a header line; record a session with --record FILE.")
-    return Trace(path=path, header=head, calls=calls, identities=identities, launched_paused=frozenset(paused))
+    return Trace(path=path, header=head, calls=calls, identities=identities, launched_paused=frozenset(paused),
+                 forked=frozenset(forked))
 
 
 def _header(path: Path, number: int, head: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from .._version import __version__
 from ..errors import BridgeError
+from ..jsonio import FileProblem, read_capped
 from .format import answer_fields, error_fields, jsonable, utc_now
 from .files import MAX_FILE_BYTES, CopyFolder, read_in_folder
 from .identity import live_identity
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 
 #: Screenshots larger than this are referenced, not copied beside the trace.
 MAX_SCREENSHOT_COPY = MAX_FILE_BYTES
+#: The calls that read a state file (``file``), which is copied beside the trace, up to this size.
+STATE_FILE_TOOLS = frozenset({"restore_state", "fork_instance"})
+STATE_MAX_BYTES = 128 * 1024 * 1024
 _NO_PORT_TOOLS = frozenset({"list_instances", "launch_instance"})
 
 
@@ -129,6 +133,9 @@ class Recorder:
             shot = self._screenshot(answer) if exc is None else None
             if shot is not None:
                 record["screenshot"] = shot
+            state_file = self._state_file(name, args) if tool == "call_tool" else None
+            if state_file is not None:
+                record["stateFile"] = state_file
             self.writer.write(record)
         except Exception as error:  # noqa: BLE001 - recording never breaks a call
             log.debug("could not record a call", exc_info=True)
@@ -157,6 +164,28 @@ class Recorder:
             self._identities[port] = identity
         return identity
 
+    def _state_file(self, name: Any, arguments: Any) -> dict[str, Any] | None:
+        """A state file a call restored or forked from (``file``), copied beside the trace
+        (:mod:`.files`), so the recording replays from it on another machine: a regular
+        file that reads as a state file, no larger than one may be."""
+        if name not in STATE_FILE_TOOLS or not isinstance(arguments, Mapping):
+            return None
+        file = arguments.get("file")
+        if not isinstance(file, str) or not file:
+            return None
+        out: dict[str, Any] = {"file": file}
+        try:
+            data = read_capped(Path(file).expanduser(), STATE_MAX_BYTES, regular_only=True)
+            if _is_state_file(data):
+                with self._lock:
+                    self._shots += 1
+                    number = self._shots
+                out["copy"] = self.copies.write(f"{int(time.time() * 1000)}-{number}.gbstate", data)
+        except (OSError, FileProblem) as exc:
+            log.debug("could not copy state file %s: %s", file, exc)
+        return out
+
+
     def _screenshot(self, answer: Any) -> dict[str, Any] | None:
         """A screenshot the bridge saved (``get_screenshot``'s ``file``), copied into the
         trace's private folder (:mod:`.files`) so the recording keeps it when the bridge's
@@ -182,3 +211,13 @@ class Recorder:
         except OSError as exc:
             log.debug("could not copy screenshot %s: %s", file, exc)
         return out
+
+
+def _is_state_file(data: bytes) -> bool:
+    from ..core.states.file import parse
+
+    try:
+        parse(data)
+    except ValueError:
+        return False
+    return True

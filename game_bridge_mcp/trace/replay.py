@@ -116,6 +116,22 @@ def _error_dict(exc: BaseException) -> dict[str, Any]:
     return {"error": "InternalError", "message": f"{type(exc).__name__}: {exc}"[:500], "exitCode": 1}
 
 
+def state_file_arguments(trace: Trace, call: Call) -> dict[str, Any]:
+    """A call's arguments, with a state file it names (``restore_state {file}``,
+    ``fork_instance {file}``) replaced by the copy the recorder kept beside the trace, when
+    that copy is there (a file inside the trace's own folder, never a link)."""
+    arguments = dict(call.arguments)
+    copied = call.record.get("stateFile")
+    if isinstance(copied, dict) and isinstance(copied.get("copy"), str) and "file" in arguments:
+        folder = trace.path.with_name(trace.path.name + ".files")
+        relative = copied["copy"].partition("/")[2]
+        candidate = folder / relative
+        if relative and "/" not in relative and relative not in (".", "..") and candidate.is_file() \
+                and not candidate.is_symlink():
+            arguments["file"] = str(candidate)
+    return arguments
+
+
 def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: IgnoreRules,
            summarise: Summarise, keep_going: bool = False,
            on_step: Callable[[StepOutcome], None] | None = None,
@@ -126,6 +142,7 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
     call before it (a trace appended to by several ``call`` processes): the replaying
     bridge should then answer as a fresh one would."""
     result = ReplayResult(trace=trace, steps=[], rules=rules)
+    ports = dict(ports)  # a recorded fork's port joins it when the fork is replayed
     stopped = False
     session: str | None = None
     for call in trace.calls:
@@ -139,6 +156,8 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
             new_session()
         session = call.session if call.session is not None else session
         target = ports.get(call.port) if call.port is not None else next(iter(ports.values()), None)
+        if target is None and call.name == "fork_instance":  # recorded under the fork's own port
+            target = next(iter(ports.values()), None)
         if target is None:  # the caller maps every recorded port; this is a bug guard
             raise ValueError(f"no replay port for recorded port {call.port}")
         assert call.name is not None
@@ -147,7 +166,11 @@ def replay(trace: Trace, run: RunCall, ports: Mapping[int, int], *, rules: Ignor
         error: dict[str, Any] | None = None
         raised: BaseException | None = None
         try:
-            answer = jsonable(run(call.name, dict(call.arguments), target, dict(call.options)))
+            answer = jsonable(run(call.name, state_file_arguments(trace, call), target, dict(call.options)))
+            forked = call.record.get("answer") if call.name == "fork_instance" else None
+            if isinstance(forked, dict) and isinstance(forked.get("port"), int) and isinstance(answer, dict) \
+                    and isinstance(answer.get("port"), int):
+                ports[forked["port"]] = answer["port"]
         except (BridgeError, RecursionError) as exc:
             error, raised = _error_dict(exc), exc
         duration = round((clock() - started) * 1000, 3)

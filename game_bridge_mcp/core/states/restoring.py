@@ -242,8 +242,7 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
     except BaseException:
         _stop(host, new_port)
         raise
-    answer.update({"pid": launched.get("pid"), "forkedFrom": saved.port if saved.port else None,
-                   "logFile": launched.get("logFile")})
+    answer.update({"pid": launched.get("pid"), "logFile": launched.get("logFile")})
     if file is not None:
         answer["file"] = str(saved.file)
     return answer
@@ -267,7 +266,7 @@ def _answer(host: Host, port: int, saved: SavedState, after: dict[str, Any], how
         notes.append(str(shown.pop("note")))
     answer: dict[str, Any] = {"port": port, "tool": tool, "state": saved.name, "how": how, "exact": exact,
                               "bytes": saved.snapshot_bytes,
-                              "restoredInMs": round((time.monotonic() - started) * 1000, 2)}
+                              "elapsedMs": round((time.monotonic() - started) * 1000, 2)}
     if differed:
         answer["differed"] = differed
     answer.update(shown)

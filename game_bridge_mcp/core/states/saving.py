@@ -216,7 +216,7 @@ def save(host: Host, port: int, *, label: Any = None, keep: bool = False, screen
     _bound_live(host, port, timeout_ms)
     answer: dict[str, Any] = {"port": port, "state": saved.name, "simFrame": sim_frame, "bytes": saved.size,
                               "how": saved.how, "exact": exact, "kept": saved.kept,
-                              "savedInMs": round((time.monotonic() - started) * 1000, 2)}
+                              "elapsedMs": round((time.monotonic() - started) * 1000, 2)}
     if saved.label:
         answer["label"] = saved.label
     if saved.file is not None and saved.kept:

@@ -138,8 +138,7 @@ class SavedState:
         """What list_states shows of it."""
         out: dict[str, Any] = {"state": self.name, "port": self.port, "simFrame": self.sim_frame,
                                "game": self.game.get("name"), "version": self.game.get("version"),
-                               "how": self.how, "bytes": self.size, "kept": self.kept,
-                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))}
+                               "how": self.how, "bytes": self.size, "kept": self.kept}
         if self.label:
             out["label"] = self.label
         if self.file is not None:

@@ -26,7 +26,7 @@ _FILE = {"type": "string", "minLength": 1, "maxLength": 4096,
 
 SAVE_ANSWER = answer("save_state's answer", {
     "port": INT, "state": STR, "label": STR, "simFrame": INT_OR_NULL, "bytes": INT, "how": _HOW, "exact": _EXACT,
-    "kept": BOOL, "file": STR, "savedInMs": {"type": "number"},
+    "kept": BOOL, "file": STR, "elapsedMs": {"type": "number", "description": "How long it took"},
     "dropped": {"type": "array", "items": STR, "description": "States dropped to stay within the session's bounds"},
     "note": STR,
 }, ("port", "state", "simFrame", "bytes", "how", "exact", "kept"))
@@ -54,7 +54,7 @@ SAVE_STATE = ToolDef(
 RESTORE_ANSWER = with_digest(answer("restore_state's answer", {
     "port": INT, "tool": STR, "state": STR, "how": _HOW, "exact": _EXACT, "bytes": INT,
     "differed": {"type": "array", "items": STR, "description": "With exact false: what differed (path: saved -> now)"},
-    "restoredInMs": {"type": "number"}, "file": STR,
+    "elapsedMs": {"type": "number", "description": "How long it took"}, "file": STR,
 }, ("port", "state", "how", "exact")))
 
 
@@ -74,9 +74,9 @@ RESTORE_STATE = ToolDef(
 
 FORK_ANSWER = with_digest(answer("fork_instance's answer", {
     "port": INT, "tool": STR, "pid": INT_OR_NULL, "state": STR, "how": _HOW, "exact": _EXACT, "bytes": INT,
-    "forkedFrom": INT_OR_NULL, "logFile": STR_OR_NULL,
+    "logFile": STR_OR_NULL,
     "differed": {"type": "array", "items": STR, "description": "With exact false: what differed"},
-    "restoredInMs": {"type": "number"}, "file": STR, "paused": BOOL,
+    "elapsedMs": {"type": "number", "description": "How long it took"}, "file": STR, "paused": BOOL,
 }, ("port", "pid", "state", "how", "exact")))
 
 
@@ -99,7 +99,7 @@ FORK_INSTANCE = ToolDef(
 
 _LISTED = answer("a saved state", {
     "state": STR, "label": STR, "port": INT, "simFrame": INT_OR_NULL, "game": STR_OR_NULL, "version": STR_OR_NULL,
-    "how": _HOW, "bytes": INT, "kept": BOOL, "file": STR, "journal": INT, "created": STR,
+    "how": _HOW, "bytes": INT, "kept": BOOL, "file": STR, "journal": INT,
     "exact": {"type": "boolean", "description": "Whether a restore of it is expected to be exact"},
 }, ("state", "port", "simFrame", "how", "kept", "exact"))
 
