@@ -94,6 +94,10 @@ ENV_START_PAUSED = "GAME_BRIDGE_START_PAUSED"
 #: Where the registry entries live; and the directory above it.
 ENV_INSTANCES = "GAME_BRIDGE_INSTANCES"
 ENV_HOME = "GAME_BRIDGE_HOME"
+#: A wrapper's seed for the game's random generators, when its ``--seed`` does not give one.
+ENV_SEED = "GAME_BRIDGE_SEED"
+#: The browser wrapper's start date (ISO 8601 or Unix ms), when its ``--date`` does not give one.
+ENV_DATE = "GAME_BRIDGE_DATE"
 #: Set by the bridge on every process it launches, to find them again.
 ENV_LAUNCH_ID = "GAME_BRIDGE_LAUNCH_ID"
 

@@ -40,7 +40,7 @@ def game_state(game: Wrapped) -> dict[str, Any]:
 def test_a_paused_page_stands_still_in_real_time(game: Wrapped) -> None:
     start = game.doc("/state")
     assert start["paused"] is True and start["simFrame"] == 0
-    assert start["browser"]["title"] == "Web Peer" and start["browser"]["url"].startswith("http://127.0.0.1:")
+    assert start["browser"]["title"] == "Web Peer" and start["browser"]["url"] == "http://game-bridge.localhost/index.html"
     assert start["game"]["frames"] == 0  # paused before the page's first frame
     assert start["browser"]["canvases"][0]["width"] == 200 and start["browser"]["window"] == {"width": 320, "height": 240}
     assert "frames 0" in start["ui"]["text"]

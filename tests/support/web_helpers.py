@@ -75,12 +75,12 @@ class Wrapped:
 
 
 @contextmanager
-def wrapped(guard: ProcessGuard, *args: str, paused: bool = True,
-            timeout_s: float = 60) -> Iterator[Wrapped]:
+def wrapped(guard: ProcessGuard, *args: str, paused: bool = True, timeout_s: float = 60,
+            env: dict[str, str] | None = None) -> Iterator[Wrapped]:
     """``python -m game_bridge_mcp.game.browser --port 0 ARGS`` with the guard's
-    environment (so the browser carries its token); ended and reaped at the end."""
+    environment (so the browser carries its token) and ``env``; ended and reaped at the end."""
     require_browser()
-    env = dict(guard.env)
+    env = {**guard.env, **(env or {})}
     if paused:
         env["GAME_BRIDGE_START_PAUSED"] = "1"
     proc = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp.game.browser", "--port", "0", *args],

@@ -5,20 +5,22 @@ the ``gamebridge.json`` that ``--init`` writes."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...contract import ENV_DATE
 from ...wrappers import named
-from ..wrapper.options import SIZE, CommandLine, Options as WrapperOptions, UsageError
+from ..wrapper.options import SEED, SIZE, CommandLine, Options as WrapperOptions, UsageError
 from ..wrapper.options import declaration as launch_declaration
 
 ROW = named("browser")
 PROG = f"game-bridge-mcp {ROW.name}"
 USAGE = f"""usage: {PROG} [--port N] [--paused] [--size WxH] [--browser PATH] [--screenshot page|canvas]
-                                [--allow-remote] [--load-timeout S] (URL | FILE | DIR)
+                                [--seed N] [--date DATE] [--allow-remote] [--load-timeout S] (URL | FILE | DIR)
        {PROG} --init [--force] [options] (URL | FILE | DIR)
 
 Open an unmodified web game in headless Chromium with the game-bridge debug surface: the
@@ -26,7 +28,10 @@ page's clock (requestAnimationFrame, Date, performance.now, timers, CSS animatio
 the wrapper's, so pause, resume and step hold it still or run it frame by frame (1/60 s
 of page time each); key, mouse and text are real browser input; screenshots show the
 page; /state shows its title, visible text and canvases; its console is the event log.
-A FILE or DIR is served over a loopback HTTP server (DIR: its index.html).
+The page's Date starts at the launch's time, performance.now at 0, and Math.random and
+crypto.getRandomValues draw from the seed: the same inputs at the same frames give the same
+page. A FILE or DIR is served to the page from http://game-bridge.localhost/ (DIR: its
+index.html), an address no other program can reach, the same at every launch.
 
   --port N          serve on 127.0.0.1:N (default 0: any free port; GAME_BRIDGE_DEBUG_PORT)
   --paused          start paused, before the page's first frame (also GAME_BRIDGE_START_PAUSED=1)
@@ -35,6 +40,10 @@ A FILE or DIR is served over a loopback HTTP server (DIR: its index.html).
                     then the browsing library's own)
   --screenshot W    page (default: the whole viewport) or canvas (the page's largest canvas;
                     mouse coordinates are then the canvas's)
+  --seed N          the page's random numbers (Math.random, crypto) from seed N (also
+                    GAME_BRIDGE_SEED; default 0)
+  --date DATE       the page's clock starts at DATE: 2024-10-31, 2024-10-31T18:30:00 (local
+                    time), ...Z, or Unix ms (also GAME_BRIDGE_DATE; default: the launch's time)
   --allow-remote    allow a URL that is not on this machine (the default: loopback and files)
   --load-timeout S  seconds the page may take to load (default 30)
   --init            write a gamebridge.json here that launches this page through the wrapper
@@ -52,6 +61,10 @@ class Options(WrapperOptions):
     screenshot: str = "page"
     allow_remote: bool = False
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
+    seed: int | None = None
+    #: ``--date`` as given (checked when read), and as Unix milliseconds.
+    date: str | None = None
+    date_ms: int | None = None
     target: str = ""
 
 
@@ -62,6 +75,8 @@ class Target:
     url: str | None = None
     root: Path | None = None
     path: str = ""
+    #: A DIR was named (its whole folder is the game's), not a FILE in one.
+    folder: bool = False
 
     @property
     def name(self) -> str:
@@ -107,9 +122,35 @@ def _set_load_timeout(opts: Options, value: str) -> None:
     opts.load_timeout_s = seconds
 
 
+def _set_date(opts: Options, value: str) -> None:
+    from ._time import parse_date
+
+    try:
+        opts.date_ms = parse_date(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    opts.date = value
+
+
+def start_date(opts: Options, environ: Mapping[str, str] | None = None) -> int | None:
+    """The page's start as Unix ms: ``--date``, else ``GAME_BRIDGE_DATE``, else None (the
+    launch's time); UsageError for a malformed ``GAME_BRIDGE_DATE``."""
+    from ._time import parse_date
+
+    if opts.date_ms is not None:
+        return opts.date_ms
+    text = (os.environ if environ is None else environ).get(ENV_DATE, "").strip()
+    if not text:
+        return None
+    try:
+        return parse_date(text, ENV_DATE)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMAND_LINE = CommandLine(
     Options, _page, missing="name the page: a URL, a FILE or a DIR", switches=("--allow-remote",),
-    valued={**SIZE, "--browser": _set_browser, "--screenshot": _set_screenshot, "--load-timeout": _set_load_timeout})
+    valued={**SIZE, **SEED, "--date": _set_date, "--browser": _set_browser, "--screenshot": _set_screenshot, "--load-timeout": _set_load_timeout})
 
 
 def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
@@ -148,7 +189,7 @@ def _local(path: Path) -> Target:
     if path.is_dir():
         if not (path / "index.html").is_file():
             raise UsageError(f"{path} has no index.html; name the page's file")
-        return Target(root=path.resolve(), path="index.html")
+        return Target(root=path.resolve(), path="index.html", folder=True)
     if path.is_file():
         resolved = path.resolve()
         return Target(root=resolved.parent, path=resolved.name)
@@ -165,6 +206,10 @@ def declaration(opts: Options) -> dict[str, Any]:
         argv += ["--browser", opts.browser]
     if opts.screenshot != "page":
         argv += ["--screenshot", opts.screenshot]
+    if opts.seed is not None:
+        argv += ["--seed", str(opts.seed)]
+    if opts.date is not None:
+        argv += ["--date", opts.date]
     if opts.allow_remote:
         argv.append("--allow-remote")
     if opts.load_timeout_s != DEFAULT_LOAD_TIMEOUT_S:

@@ -16,6 +16,7 @@ from ..kit import GameBridge
 from ..wrapper.frames import Schedule
 from . import _scripts
 from ._input import Devices
+from ._time import PageTime
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,9 @@ MAX_TEXT = 4000
 MAX_CHUNK = 600
 #: While paused, how often the page is looked at (its events are read then too).
 IDLE_LOOK_S = 0.2
+#: Seconds a page that began to navigate away is waited on when no request for the new
+#: document shows up (a navigation the page called off, or one that needs none).
+NO_REQUEST_S = 2.0
 #: Longest text of one event's message.
 MAX_EVENT_TEXT = 500
 #: CSS animations followed at once, at most (the oldest is let go beyond).
@@ -36,69 +40,34 @@ class PageGone(Exception):
 
 
 class CssTime:
-    """CSS animations and transitions, held to the page's time with the DevTools
-    ``Animation`` domain (best effort: a browser without it leaves them on wall time).
-    Each known animation is kept with the page time it ends at, and released once it has
-    (the domain keeps every animation it reported until released)."""
+    """CSS animations and transitions held to the page's clock: the DevTools ``Animation``
+    domain stops the document timeline (its playback rate 0, which holds for every later
+    document of the page too), and the page's script moves each animation a frame on per
+    frame (``_scripts``). The domain reports every animation and keeps it until released:
+    they are released in batches as they come (best effort: a browser without the domain
+    leaves CSS animations on wall-clock time)."""
 
     def __init__(self, cdp: Any) -> None:
         self.cdp = cdp
-        self.ends: dict[str, float | None] = {}  # id -> its end in its own time (None: never)
-        self.rate: float | None = None
+        self.reported: list[str] = []
         self.available = True
         try:
-            cdp.on("Animation.animationStarted", self._started)
-            cdp.on("Animation.animationCanceled", lambda params: self.ends.pop(str(params.get("id")), None))
+            cdp.on("Animation.animationCreated", self._reported)
             cdp.send("Animation.enable")
+            cdp.send("Animation.setPlaybackRate", {"playbackRate": 0})
         except Exception as exc:  # noqa: BLE001 - the domain is missing: animations stay on wall time
             log.info("game-bridge browser: no DevTools Animation domain (%s); CSS animations run in real time", exc)
             self.available = False
 
-    def _started(self, params: dict[str, Any]) -> None:
-        animation = params.get("animation") or {}
-        if animation.get("id") is None:
-            return
-        source = animation.get("source") or {}
-        try:
-            iterations = float(source.get("iterations", 1))
-            end: float | None = (float(source.get("delay", 0)) + float(source.get("duration", 0)) * iterations
-                                 if iterations != float("inf") else None)
-        except (TypeError, ValueError):
-            end = None
-        self.ends[str(animation["id"])] = end
-        if len(self.ends) > MAX_ANIMATIONS:  # a page that starts animations and never ends them
-            self._release([next(iter(self.ends))])
+    def _reported(self, params: dict[str, Any]) -> None:
+        if params.get("id") is not None:
+            self.reported.append(str(params["id"]))
 
-    def set_rate(self, rate: float, *, force: bool = False) -> None:
-        if not self.available or (self.rate == rate and not force):
+    def release(self) -> None:
+        """Let the domain forget the animations it reported (the page still has them)."""
+        if not self.reported:
             return
-        try:
-            self.cdp.send("Animation.setPlaybackRate", {"playbackRate": rate})
-            self.rate = rate
-        except Exception as exc:  # noqa: BLE001
-            log.debug("game-bridge browser: setPlaybackRate failed: %s", exc)
-
-    def advance(self, ms: float) -> None:
-        """Move every known animation ``ms`` of page time on (the page is paused); release
-        the ones that have ended."""
-        if not self.available or not self.ends:
-            return
-        done: list[str] = []
-        for ident, end in list(self.ends.items()):
-            try:
-                now = float(self.cdp.send("Animation.getCurrentTime", {"id": ident}).get("currentTime", 0.0))
-                self.cdp.send("Animation.seekAnimations", {"animations": [ident], "currentTime": now + ms})
-            except Exception:  # noqa: BLE001 - gone from the page: forget it
-                self.ends.pop(ident, None)
-                continue
-            if end is not None and now + ms >= end:
-                done.append(ident)
-        if done:
-            self._release(done)
-
-    def _release(self, idents: list[str]) -> None:
-        for ident in idents:
-            self.ends.pop(ident, None)
+        idents, self.reported = self.reported[:MAX_ANIMATIONS], self.reported[MAX_ANIMATIONS:]
         try:
             self.cdp.send("Animation.releaseAnimations", {"animations": idents})
         except Exception as exc:  # noqa: BLE001
@@ -108,11 +77,14 @@ class CssTime:
 class Page:
     """The page, its frame grid and what was last seen of it."""
 
-    def __init__(self, page: Any, bridge: GameBridge, *, canvas: bool, size: tuple[int, int]) -> None:
+    def __init__(self, page: Any, bridge: GameBridge, *, canvas: bool, size: tuple[int, int],
+                 time_: PageTime, load_timeout_s: float) -> None:
         self.page = page
         self.bridge = bridge
         self.canvas = canvas
         self.size = size
+        self.time = time_
+        self.load_timeout_s = load_timeout_s
         self.devices = Devices(page)
         self.cdp = page.context.new_cdp_session(page)
         self.css = CssTime(self.cdp)
@@ -127,15 +99,19 @@ class Page:
         self.schedule = Schedule(at_once=False, name="browser")  # input runs between the page's frames
         self._last_look = 0.0
         self.direct = True
-        self.css.set_rate(0.0)  # before the page's first animation starts
+        # a navigation of the main frame, once the page began it
+        self._new_document = False
+        self._navigation_seen = False
+        self._navigation_ended = False
 
     def start(self) -> None:
         """Once the page has loaded: can the clock be driven directly? and a first look."""
         self.direct = bool(self.page.evaluate(_scripts.HAS_CLOCK))
+        self._new_document = False
         self.look()
         if not self.direct:
-            log.warning("game-bridge browser: the library's clock is not reachable directly; each step adds an "
-                        "init script to the page (slower, and memory grows while the page runs)")
+            log.warning("game-bridge browser: the library's clock is not reachable directly; steps run whole, "
+                        "without CSS animations held to them")
 
     # ------------------------------------------------------------------ events
     def attach(self, on_popup: Callable[[Any], None]) -> None:
@@ -144,9 +120,17 @@ class Page:
         page.on("pageerror", lambda error: self._event("pageerror", "pageErrors", error=_text(error)))
         page.on("dialog", self._dialog)
         page.on("framenavigated", self._navigated)
+        page.on("request", self._request)
+        page.on("requestfailed", self._request_ended)
+        page.on("requestfinished", self._request_ended)
         page.on("crash", lambda _page: self._end("the page crashed"))
         page.on("close", lambda _page: self._end("the page closed itself"))
         page.context.on("page", on_popup)
+        try:
+            self.cdp.on("Page.frameNavigated", self._document)
+            self.cdp.send("Page.enable")
+        except Exception as exc:  # noqa: BLE001
+            log.debug("game-bridge browser: no Page domain events: %s", exc)
 
     def _event(self, message: str, counter: str, **fields: Any) -> None:
         self.counts[counter] += 1
@@ -172,8 +156,32 @@ class Page:
     def _navigated(self, frame: Any) -> None:
         if frame == self.page.main_frame:
             self._resync = True
-            self.css.set_rate(self.css.rate or 0.0, force=True)  # a new document: hold its animations too
             self._event("navigated", "navigations", url=_text(frame.url))
+
+    def _document(self, params: dict[str, Any]) -> None:
+        """A new document in the main frame (not a change within one)."""
+        frame = params.get("frame") or {}
+        if not frame.get("parentId"):
+            self._new_document = True
+            self._resync = True
+
+    def _request(self, request: Any) -> None:
+        try:
+            if request.is_navigation_request() and request.frame == self.page.main_frame:
+                self._navigation_seen = True
+        except Exception:  # noqa: BLE001 - the frame went
+            pass
+
+    def _request_ended(self, request: Any) -> None:
+        try:
+            if not request.is_navigation_request() or request.frame != self.page.main_frame:
+                return
+            failed = request.failure is not None
+            response = None if failed else request.response()
+            if failed or response is None or response.status in (204, 205):
+                self._navigation_ended = True  # no new document comes of it
+        except Exception:  # noqa: BLE001 - the frame went
+            self._navigation_ended = True
 
     def _end(self, why: str) -> None:
         if self.gone is None:
@@ -189,41 +197,75 @@ class Page:
         except Exception as exc:  # noqa: BLE001 - gone already
             log.debug("game-bridge browser: the page was gone before close: %s", exc)
 
+    # ------------------------------------------------------------------ navigations
+    def _follow_navigation(self) -> None:
+        """Frames stopped where the page began to navigate away: wait for the new document to
+        load (the frames go on there) or for the navigation to come to nothing (they go on
+        here): a request that failed, was refused or brought no document, or none at all."""
+        started = time.monotonic()
+        while not (self._new_document or self._navigation_ended) and self.gone is None:
+            waited = time.monotonic() - started
+            if waited > self.load_timeout_s or not self._navigation_seen and waited > NO_REQUEST_S:
+                break
+            self.page.wait_for_timeout(5)  # (the library's events are delivered meanwhile)
+        if self._new_document:
+            try:
+                self.page.wait_for_load_state("load", timeout=self.load_timeout_s * 1000)
+            except Exception as exc:  # noqa: BLE001 - it goes on loading under the frames
+                log.info("game-bridge browser: the new document did not load in time: %s", _first(exc))
+            return
+        try:
+            self.page.evaluate(_scripts.STAY)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("game-bridge browser: the document could not be told to go on: %s", _first(exc))
+
     # ------------------------------------------------------------------ the clock
     def _sync(self) -> None:
-        """Read the page's clock (a new document starts its own): the frame grid from there."""
+        """Read the page's clock (a new document starts its own at 0): the frame grid from there."""
         self.ticks = float(self.page.evaluate(_scripts.TICKS))
         self.k = _scripts.frame_at(self.ticks)
         self._resync = False
 
-    def _run(self, frames: int, look: bool) -> None:
+    def _run(self, frames: int, look: bool) -> int:
+        """Run up to ``frames`` frames in one round trip; the number run (fewer when the page
+        began to navigate away: the rest run in the next document)."""
         try:
             if self._resync:
                 self._sync()
         except Exception as exc:
             self._failed(exc)
-            return
-        target = _scripts.frame_ms(self.k + frames)
-        ms = target - self.ticks
+            return 0
+        if not self.direct:
+            return self._run_whole(frames, look)
+        self._new_document = self._navigation_seen = self._navigation_ended = False
         try:
-            if self.direct:
-                seen, _error = self.page.evaluate(_scripts.RUN, [ms, MAX_TEXT, look])
-            else:
-                self.page.clock.run_for(ms)
-                seen = self.page.evaluate(_scripts.RUN, [0, MAX_TEXT, True]) [0] if look else None
-            for frame in self.page.frames[1:]:  # frames of their own (iframes) keep the same time
-                try:
-                    frame.evaluate(_scripts.RUN, [ms, 0, False])
-                except Exception:  # noqa: BLE001 - detached, or not reachable
-                    pass
+            seen, _error, done, leaving = self.page.evaluate(_scripts.RUN, [self.k, frames, MAX_TEXT, look])
         except Exception as exc:
             self._failed(exc)
-            return
+            return 0
+        done = max(0, min(int(done), frames))
+        self.k += done
+        self.ticks = float(_scripts.frame_ms(self.k))
+        if seen:
+            self.seen = seen
+        if leaving:
+            self._follow_navigation()
+        self.css.release()
+        return done
+
+    def _run_whole(self, frames: int, look: bool) -> int:
+        """Without the clock's controller: the library's ``run_for``, all frames at once."""
+        target = _scripts.frame_ms(self.k + frames)
+        try:
+            self.page.clock.run_for(target - self.ticks)
+            seen = self.page.evaluate(_scripts.RUN, [self.k + frames, 0, MAX_TEXT, True])[0] if look else None
+        except Exception as exc:
+            self._failed(exc)
+            return 0
         self.ticks, self.k = float(target), self.k + frames
         if seen:
             self.seen = seen
-        if self.bridge.paused:
-            self.css.advance(frames * _scripts.FRAME_MS)
+        return frames
 
     def _failed(self, exc: Exception) -> None:
         text = str(exc)
@@ -245,27 +287,38 @@ class Page:
     def frames(self, count: int, *, look: bool = True) -> None:
         """Run ``count`` frames of the page, then count them for the kit (completing what
         waited for them) and deliver the input due at each."""
-        self.set_running(not self.bridge.paused)
-        self._run(count, look)
-        now = time.monotonic()
-        for _ in range(count):
-            self.frames_run += 1
-            self._frame_times.append(now)
-            self.bridge.end_sim_frame()
-            self.schedule.frame_ended()
+        left = count
+        stalls = 0
+        while left > 0 and self.gone is None:
+            done = self._run(left, look)
+            left -= done
+            now = time.monotonic()
+            for _ in range(done):
+                self.frames_run += 1
+                self._frame_times.append(now)
+                self.bridge.end_sim_frame()
+                self.schedule.frame_ended()
+            stalls = stalls + 1 if done == 0 else 0
+            if stalls >= 3:
+                break  # the page cannot run frames now (no document): the rest are not owed to it
         if look:
-            self._last_look = now
+            self._last_look = time.monotonic()
 
     def idle(self) -> None:
-        """Paused and not stepping: hold CSS still, and look at the page now and then (a
-        page still loads, and its events arrive only while the library is called)."""
-        self.set_running(False)
+        """Paused and not stepping: look at the page now and then (a page still loads, and
+        its events and requests are delivered only while the library is called)."""
         if time.monotonic() - self._last_look >= IDLE_LOOK_S:
             self.look()
+            self.css.release()
+        else:
+            try:
+                self.page.wait_for_timeout(1)  # the library's events and the page's requests, meanwhile
+            except Exception as exc:  # noqa: BLE001
+                self._failed(exc)
 
     def look(self) -> None:
         try:
-            seen, _error = self.page.evaluate(_scripts.RUN, [0, MAX_TEXT, True])
+            seen = self.page.evaluate(_scripts.RUN, [self.k, 0, MAX_TEXT, True])[0]
         except Exception as exc:
             self._failed(exc)
             return
@@ -273,9 +326,6 @@ class Page:
             self._last_look = time.monotonic()
         if seen:
             self.seen = seen
-
-    def set_running(self, running: bool) -> None:
-        self.css.set_rate(1.0 if running else 0.0)
 
     # ------------------------------------------------------------------ input's timing (game/wrapper/input.py)
     def soon(self, action: Callable[[], None]) -> None:
@@ -340,7 +390,7 @@ class Page:
             "window": dict(zip(("width", "height"), self.window_size() or (0, 0))),
             "viewport": seen.get("viewport"), "canvases": seen.get("canvases", []),
             "screenshot": "canvas" if self.canvas else "page",
-            "frames": self.frames_run, "fps": fps, "pageTimeMs": self.ticks,
+            "frames": self.frames_run, "fps": fps, "pageTimeMs": self.ticks, **self.time.state(),
             "animationFrameCallbacks": seen.get("frameCallbacks", 0),
             "consoleErrors": self.counts["consoleErrors"], "consoleWarnings": self.counts["consoleWarnings"],
             "pageErrors": self.counts["pageErrors"], "dialogs": self.counts["dialogs"],
@@ -355,6 +405,11 @@ class Page:
                 if key not in ("browser",):
                     doc[key] = value
         return doc
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def _text(value: Any) -> str:

@@ -15,7 +15,9 @@ from ..._version import __version__
 from ..wrapper.input import input_commands
 from ..wrapper.main import Cli, main as wrapper_main
 from ..wrapper.serve import Late, Say, add_commands, assemble, drive, start
-from ._options import COMMAND_LINE, ROW, USAGE, Options, Target, UsageError, declaration, resolve_target
+from ..wrapper.options import launch_seed
+from ._files import HOST as FILES_HOST
+from ._options import COMMAND_LINE, ROW, USAGE, Options, Target, UsageError, declaration, resolve_target, start_date
 
 log = logging.getLogger(__name__)
 say = Say(ROW.name)
@@ -30,7 +32,9 @@ HZ = 60.0
 #: Chromium's own options beside the library's: sound without a click first. (Its crash
 #: handler still starts in a session of its own; the launcher finds it as a descendant
 #: carrying the launch's marker, and it exits with the browser.)
-BROWSER_ARGS = ["--autoplay-policy=no-user-gesture-required"]
+BROWSER_ARGS = ["--autoplay-policy=no-user-gesture-required",
+                # the game's files' address is answered in the wrapper, never looked up
+                f"--host-resolver-rules=MAP {FILES_HOST} ~NOTFOUND"]
 
 
 def _bundled(playwright: Any) -> Any:
@@ -41,6 +45,8 @@ def run(opts: Options) -> int:
     """Open the page under the wrapper; returns the process exit code."""
     try:
         target = resolve_target(opts.target, allow_remote=opts.allow_remote)
+        seed = launch_seed(opts.seed)
+        start_ms = start_date(opts)
     except UsageError as exc:
         say(str(exc))
         return 2
@@ -50,10 +56,21 @@ def run(opts: Options) -> int:
         say(f"the browsing library (Playwright) is not installed here: {INSTALL}")
         return 1
     from ._chromium import GroupedBrowser, find_browser
-    from ._static import StaticServer
+    from ._files import Files, folder_served
 
-    static = StaticServer(target.root) if target.root is not None else None
-    url = target.url if target.url is not None else static.url(target.path)  # type: ignore[union-attr]
+    files: Files | None = None
+    if target.root is not None:
+        file = target.root / target.path
+        only = None if target.folder or folder_served(file) else target.path
+        if only is not None:
+            say(f"serving only {target.path}, not the rest of {target.root} (it is your home folder, above it, "
+                "or others can write there); put the game in a folder of its own and open that to serve it all")
+        try:
+            files = Files(target.root, only=only)
+        except OSError as exc:
+            say(f"cannot open {target.root}: {exc.strerror or exc}")
+            return 1
+    url = target.url if target.url is not None else files.url(target.path)  # type: ignore[union-attr]
     grouped: GroupedBrowser | None = None
     try:
         with sync_playwright() as playwright:
@@ -63,20 +80,23 @@ def run(opts: Options) -> int:
                 say(str(exc))
                 return 1
             grouped = GroupedBrowser(executable)
-            return _serve(playwright, grouped, opts, target, url)
+            return _serve(playwright, grouped, opts, target, url, files=files, seed=seed, start_ms=start_ms)
     finally:
         if grouped is not None:
             grouped.close()
-        if static is not None:
-            static.stop()
+        if files is not None:
+            files.close()
 
 
-def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: str) -> int:
+def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: str, *, files: Any, seed: int,
+           start_ms: int | None) -> int:
     from playwright.sync_api import Error as PlaywrightError
 
     from . import _commands as page_commands
     from ._input import WORDS
+    from ._network import Network
     from ._page import MAX_CHUNK, Page, PageGone
+    from ._time import PageTime
 
     try:
         browser = playwright.chromium.launch(executable_path=str(grouped.shim), headless=True,
@@ -85,14 +105,13 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     except PlaywrightError as exc:
         say(f"{grouped.executable} did not start: {_first_line(exc)}")
         return 1
-    context = browser.new_context(viewport={"width": opts.size[0], "height": opts.size[1]}, device_scale_factor=1)
+    context = browser.new_context(viewport={"width": opts.size[0], "height": opts.size[1]}, device_scale_factor=1,
+                                  service_workers="block")
     page = context.new_page()
-    start_ms = (int(time.time() * 1000) // 1000) * 1000
-    page.clock.install(time=start_ms - 1000)
-    page.clock.pause_at(start_ms)
     from . import _scripts
 
-    page.add_init_script(_scripts.INIT)
+    page_time = PageTime(page, seed=seed, start_ms=start_ms, look=_scripts.LOOK)
+    page_time.install()
     late = Late()
     bridge = assemble(
         target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}",
@@ -102,9 +121,11 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
                      "ui.text; play it with key, mouse and text as a player would; pause, step and resume its "
                      "clock (timers, animation frames, Date and CSS animations stand still while paused)."),
         input_help="Act as a player: keys, the pointer and typed text, delivered as real browser input.")
-    driver = Page(page, bridge, canvas=opts.screenshot == "canvas", size=opts.size)
+    driver = Page(page, bridge, canvas=opts.screenshot == "canvas", size=opts.size, time_=page_time,
+                  load_timeout_s=opts.load_timeout_s)
     late.engine = driver
     driver.attach(on_popup=lambda popup: _popup(driver, popup))
+    Network(home=url, files=files, allow_remote=opts.allow_remote, event=bridge.event).attach(context)
     loaded = threading.Event()
 
     def warn_loading() -> None:

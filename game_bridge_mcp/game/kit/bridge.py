@@ -69,7 +69,7 @@ class GameBridge:
                  clock: bool = False, max_events: int = DEFAULT_MAX_EVENTS,
                  event_buffer: int = DEFAULT_EVENT_BUFFER, register: bool = True,
                  environ: Mapping[str, str] | None = None, host: str = "127.0.0.1",
-                 screenshot: Capture | None = None, snapshot: Any = None) -> None:
+                 screenshot: Capture | None = None, snapshot: Any = None, sim_frame_events: bool = False) -> None:
         self.name = str(name)
         self.version = str(version)
         self.description = None if description is None else str(description)
@@ -99,6 +99,9 @@ class GameBridge:
         self._queue = CommandQueue(self._table, self._outcomes, self.lock, self._run_on_close,
                                    self._clock.after_frames)
         self._events = EventLog(event_buffer, max_events)
+        #: Events carry ``simFrame`` as their ``frame`` (a wrapper, whose loop also turns
+        #: while the game is held), not the loop's count.
+        self._sim_frame_events = bool(sim_frame_events) and bool(clock)
         self._frame = 0
         self._routes: dict[str, Handler] = kit_routes(self)
         self._serving = Serving(host, self._route)
@@ -226,7 +229,8 @@ class GameBridge:
         """Record an event: ``{"seq": N, "m": message, "frame": F, **fields}`` in
         ``/state.events`` (the newest ``max_events``) and ``/events`` (by ``seq``).
         Safe from any thread; ``seq`` counts 1, 2, ... over the life of the process."""
-        self._events.add(message, self._frame, fields)
+        frame = self._clock.sim_frame if self._sim_frame_events else self._frame
+        self._events.add(message, frame, fields)
 
     def events_since(self, since: int, limit: int = 100) -> dict[str, Any]:
         """The ``/events`` answer: ``{events, next, dropped}``."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ...contract import ENV_DEBUG_PORT
+from ...contract import ENV_DEBUG_PORT, ENV_SEED
 
 DECLARATION = "gamebridge.json"
 #: The largest ``--size`` side.
@@ -65,6 +65,17 @@ def seed(value: str, source: str = "--seed") -> int:
     if not text.isdigit() or int(text) > MAX_SEED:
         raise UsageError(f"{source} expects a whole number from 0 to {MAX_SEED}, got {value!r}")
     return int(text)
+
+
+def launch_seed(given: int | None, environ: Mapping[str, str] | None = None) -> int:
+    """The seed a wrapper uses: ``--seed``, else ``GAME_BRIDGE_SEED``, else 0 (a launch is
+    the same as the last one with the same inputs unless told otherwise); UsageError for a
+    malformed ``GAME_BRIDGE_SEED``."""
+    if given is not None:
+        return given
+    env = os.environ if environ is None else environ
+    text = env.get(ENV_SEED, "").strip()
+    return seed(text, ENV_SEED) if text else 0
 
 
 #: The switches every wrapper reads (``--port`` is the one valued option they all read).

@@ -46,7 +46,8 @@ def assemble(name: str, version: str, *, description: str, input_help: str, paus
              state: Callable[[], Mapping[str, Any]], on_close: Callable[[], None],
              toolsets: Mapping[str, str] | None = None, register: bool = True, snapshot: Any = False) -> GameBridge:
     """The wrapper's GameBridge: its clock on, paused at the start when ``paused`` (or
-    GAME_BRIDGE_START_PAUSED=1), the ``input`` toolset described as ``input_help``, and
+    GAME_BRIDGE_START_PAUSED=1), events at the game's simulation frames (the loop also
+    turns while the game is held), the ``input`` toolset described as ``input_help``, and
     any toolsets of the wrapper's own; ``register=False`` writes no registry entry;
     ``snapshot`` off unless the wrapper gives its ``(save, load)`` hooks."""
     environ = dict(os.environ)
@@ -57,7 +58,7 @@ def assemble(name: str, version: str, *, description: str, input_help: str, paus
     # can save its engine's state itself passes its (save, load) hooks.
     return GameBridge(name, version, state=state, on_close=on_close, clock=True, environ=environ,
                       description=description, toolsets={TOOLSET: input_help, **(toolsets or {})}, register=register,
-                      snapshot=snapshot)
+                      snapshot=snapshot, sim_frame_events=True)
 
 
 def add_commands(bridge: GameBridge, commands: list[Callable[..., Any]], toolset: str = TOOLSET) -> None:
