@@ -99,8 +99,7 @@ class GameBridge:
         self._queue = CommandQueue(self._table, self._outcomes, self.lock, self._run_on_close,
                                    self._clock.after_frames)
         self._events = EventLog(event_buffer, max_events)
-        #: Events carry ``simFrame`` as their ``frame`` (a wrapper, whose loop also turns
-        #: while the game is held), not the loop's count.
+        #: Events at ``simFrame``, not the loop's count (a wrapper's loop turns while held).
         self._sim_frame_events = bool(sim_frame_events) and bool(clock)
         self._frame = 0
         self._routes: dict[str, Handler] = kit_routes(self)
