@@ -6,6 +6,7 @@ short are refused and change nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -65,6 +66,24 @@ def test_atari_with_sticky_actions_comes_back_exactly_at_any_step_and_in_a_fork(
         assert play(fork, future) == original, f"the future of a fork at step {target}"
         game.snapshots.load(data)  # back to the save point for the next round
         fork.snapshots.load(data)
+
+
+def test_atari_saved_and_loaded_over_and_over_keeps_its_replay_short() -> None:
+    require("ale_py")
+    from game_bridge_mcp.game.gym._families import MARK_EVERY, MIN_WINDOW
+
+    game = engine("ALE/Breakout-v5", render_mode="rgb_array")
+    play(game, [1] * 30)
+    for _ in range(40):  # save; try a few steps; take them back; go on a little (as an agent searching does)
+        data = game.snapshots.save()
+        play(game, [3] * 5)
+        game.snapshots.load(data)
+        play(game, [2] * 3)
+        step = game.book.step
+        window = json.loads(game.family.native_save(step)["aleWindow"])
+        origin = max(mark[0] for mark in window["marks"] if mark[0] <= step - MIN_WINDOW)
+        assert MIN_WINDOW <= step - origin < MARK_EVERY + MIN_WINDOW, window["marks"]  # what a load replays
+        assert len(window["actions"]) <= 3 * MARK_EVERY
 
 
 @pytest.mark.parametrize("env_id, kwargs", [("MiniGrid-DoorKey-5x5-v0", {"render_mode": "rgb_array"}),

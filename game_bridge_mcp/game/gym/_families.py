@@ -40,6 +40,8 @@ _ANSI = re.compile(r"\x1b\[([0-9;]*)m")
 MARK_EVERY = 8
 MIN_WINDOW = 4
 MAX_ALE_STATE = 1024 * 1024
+#: Most actions a snapshot's replay window may hold (three marks MARK_EVERY apart, and a little).
+MAX_WINDOW = 4 * MARK_EVERY
 
 
 class Family:
@@ -236,7 +238,7 @@ class Ale(Family):
     def stepped(self, step: int, action: Any) -> None:
         if self.sticky:
             self.actions.append(int(action))
-            if step % MARK_EVERY == 0:
+            if not self.marks or step - self.marks[-1][0] >= MARK_EVERY:  # (a load leaves one mark, further back)
                 self._mark(step)
 
     def was_reset(self) -> None:
@@ -246,18 +248,22 @@ class Ale(Family):
             self._mark(0)  # ALE's reset made its last action NOOP: from here a replay is exact
 
     def native_save(self, step: int) -> dict[str, bytes]:
-        """ALE's whole machine with its random generator, the environment's own generator,
-        and (with sticky actions) a mark at least MIN_WINDOW steps back with the actions
-        since: replayed on load, they leave ALE's last applied action as it was here."""
+        """ALE's whole machine with its random generator, the environment's own generator
+        and, with sticky actions, the marks and the actions since the oldest: a load replays
+        from a mark at least MIN_WINDOW steps back, which leaves ALE's last applied action as
+        it was here, and keeps the marks, so the loaded timeline goes on as this one would."""
         ale = self.unwrapped.ale
-        window: dict[str, Any] = {"rng": self._rng()}
+        window: dict[str, Any] = {"rng": self._rng(), "marks": [], "actions": []}
         sections = {"ale": bytes(ale.cloneState(include_rng=True).serialize())}
         if self.sticky and self.marks:
-            usable = [m for m in self.marks if m[0] <= step - MIN_WINDOW] or [self.marks[0]]
-            mark = usable[-1]
             first = self.marks[0][0]
-            window.update({"from": mark[0], "rngFrom": mark[2], "actions": self.actions[mark[0] - first:step - first]})
-            sections["aleFrom"] = bytes(mark[1].serialize())
+            window["actions"] = self.actions[:step - first]
+            states = []
+            for mark_step, state, rng in self.marks:
+                data = bytes(state.serialize())
+                window["marks"].append([mark_step, len(data), rng])
+                states.append(data)
+            sections["aleMarks"] = b"".join(states)
         sections["aleWindow"] = json.dumps(window, separators=(",", ":")).encode()
         return sections
 
@@ -266,8 +272,7 @@ class Ale(Family):
 
         from ...jsonio import decode_json
 
-        def state(name: str) -> Any:
-            data = sections.get(name)
+        def state(data: bytes | None, name: str) -> Any:
             if data is None or len(data) > MAX_ALE_STATE:
                 raise ValueError(f"the snapshot holds no {name} state of a sane size")
             try:
@@ -275,33 +280,48 @@ class Ale(Family):
             except Exception as exc:  # noqa: BLE001 - bytes ALE cannot read
                 raise ValueError(f"ALE cannot read the snapshot's {name} state: {exc}") from None
 
-        target = state("ale")
+        target = state(sections.get("ale"), "ALE")
         try:
             window = decode_json(sections.get("aleWindow", b"{}"), strict=True)
         except ValueError as exc:
             raise ValueError(f"the snapshot's ALE window {exc}") from None
-        actions = window.get("actions", []) if isinstance(window, dict) else None
-        count = int(self.env.action_space.n)
-        if not isinstance(actions, list) or len(actions) > 4 * MARK_EVERY or \
-                not all(isinstance(a, int) and 0 <= a < count for a in actions):
+        if not isinstance(window, dict):
             raise ValueError("the snapshot's ALE window is damaged")
-        origin = state("aleFrom") if "aleFrom" in sections else None
+        actions, entries = window.get("actions", []), window.get("marks", [])
+        count = int(self.env.action_space.n)
+        if not isinstance(actions, list) or len(actions) > MAX_WINDOW or \
+                not all(isinstance(a, int) and 0 <= a < count for a in actions) or \
+                not isinstance(entries, list) or len(entries) > 3:
+            raise ValueError("the snapshot's ALE window is damaged")
+        marks, blob, position = [], sections.get("aleMarks", b""), 0
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 3 and all(isinstance(v, int) for v in entry[:2])):
+                raise ValueError("the snapshot's ALE marks are damaged")
+            marks.append((entry[0], state(blob[position:position + entry[1]], "mark"), entry[2]))
+            position += entry[1]
+        if position != len(blob) or any(b[0] <= a[0] for a, b in zip(marks, marks[1:])):
+            raise ValueError("the snapshot's ALE marks are damaged")
+        step = marks[0][0] + len(actions) if marks else 0
         generator = self.unwrapped.np_random.bit_generator
-        if origin is not None:
-            if window.get("from") == 0 and len(actions) < MIN_WINDOW:
-                # A short window from the episode's start: ALE's last applied action must be NOOP,
+        if marks:
+            usable = [m for m in marks if m[0] <= step - MIN_WINDOW] or [marks[0]]
+            origin = usable[-1]
+            if origin[0] == 0 and step < MIN_WINDOW:
+                # A short replay from the episode's start: ALE's last applied action must be NOOP,
                 # as a reset leaves it (a reset emulates its frames: tens of milliseconds).
                 self.unwrapped.ale.reset_game()
-            self.unwrapped.ale.restoreState(origin)
-            generator.state = window["rngFrom"]
-            for action in actions:
+            self.unwrapped.ale.restoreState(origin[1])
+            generator.state = origin[2]
+            for action in actions[origin[0] - marks[0][0]:]:
                 self.unwrapped.step(action)
         self.unwrapped.ale.restoreState(target)
         generator.state = window["rng"]
-        if self.sticky and origin is not None:
+        if self.sticky:
             self.marks.clear()
-            self.marks.append((int(window["from"]), origin, window["rngFrom"]))
+            self.marks.extend(marks)
             self.actions = list(actions)
+            if marks and step - marks[-1][0] >= MARK_EVERY:
+                self._mark(step)
 
     def description(self) -> str:
         return (" Keys: arrows and space (fire), held together for the diagonal and firing actions "
