@@ -37,7 +37,7 @@ MINIGRID_KEYS: dict[str, str] = {
 _ANSI = re.compile(r"\x1b\[([0-9;]*)m")
 #: With sticky actions, ALE's state is marked every this many steps, and a snapshot replays
 #: at least MIN_WINDOW of them (all of their frames keeping the previous action: 0.25 ** 16).
-MARK_EVERY = 8
+MARK_EVERY = 4
 MIN_WINDOW = 4
 MAX_ALE_STATE = 1024 * 1024
 #: Most actions a snapshot's replay window may hold (three marks MARK_EVERY apart, and a little).
