@@ -5,6 +5,8 @@
   process, on a paused ALE Breakout served by ``python -m game_bridge_mcp.game.gym``:
   the command, its confirmation and the digest after), against the floor: one
   ``env.step`` plus ``env.render()`` in a bare loop in this process. Target: within 3x.
+* **act**: one ``call_tool act {action: NOOP}`` (a step on a paused game: the command and its
+  confirmation), against the same floor.
 * **1000 steps**: ``advance {frames: 1000}`` through the bridge against 1,000 steps (with
   a render each) of the bare loop. Target: within 1.3x.
 * **save / restore**: ``snapshot_save`` and ``snapshot_load`` over the game's own HTTP
@@ -16,7 +18,9 @@
   each instance's memory (RSS, and USS: what ending it frees).
 
 Rounds alternate between the bridge and its floor, so the machine's load falls on both;
-each figure is the median of its rounds, and the ratio is bridge over floor.
+each figure is the median of its rounds, and the ratio is bridge over floor. The steps are
+also timed in CPU (this process's and the game's together, against the bare loop's), which a
+busy machine disturbs far less than the wall clock.
 
     .venv/bin/python scripts/bench_gym.py [--quick] [--json] [--only step|snapshot|many] [--instances N]
 
@@ -53,8 +57,8 @@ ENV_ID = "ALE/Breakout-v5"
 
 
 @contextmanager
-def wrapped(home: Path, *args: str) -> Iterator[int]:
-    """The wrapper on Breakout, paused; its port."""
+def wrapped(home: Path, *args: str) -> Iterator[tuple[int, int]]:
+    """The wrapper on Breakout, paused; its port and pid."""
     env = dict(os.environ, GAME_BRIDGE_START_PAUSED="1", PYTHONPATH=str(ROOT), GAME_BRIDGE_HOME=str(home),
                GAME_BRIDGE_INSTANCES=str(home / "instances"))
     proc = subprocess.Popen([sys.executable, "-m", "game_bridge_mcp.game.gym", "--port", "0", "--seed", "1", *args,
@@ -76,7 +80,7 @@ def wrapped(home: Path, *args: str) -> Iterator[int]:
         ready.wait(120)
         if not port:
             raise SystemExit("the gym wrapper did not start (is ale-py installed?)")
-        yield port[0]
+        yield port[0], proc.pid
     finally:
         proc.terminate()
         try:
@@ -104,11 +108,33 @@ class Floor:
         if terminated or truncated:
             self.env.reset()
 
-    def steps(self, n: int) -> float:
-        started = time.perf_counter()
+    def steps(self, n: int) -> tuple[float, float]:
+        """Wall and CPU milliseconds for ``n`` steps."""
+        started, cpu = time.perf_counter(), time.process_time()
         for _ in range(n):
             self.step()
-        return (time.perf_counter() - started) * 1000
+        return (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+
+
+class Clocks:
+    """Wall and CPU time (this process's and the game's) around a stretch of calls."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.game = psutil.Process(pid)
+
+    def _cpu(self) -> float:
+        times = self.game.cpu_times()
+        return time.process_time() + times.user + times.system
+
+    def __enter__(self) -> "Clocks":
+        self.started, self.cpu = time.perf_counter(), self._cpu()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.wall_ms = (time.perf_counter() - self.started) * 1000
+        self.cpu_ms = (self._cpu() - self.cpu) * 1000
 
 
 class Raw:
@@ -133,32 +159,51 @@ class Raw:
 
 def measure_steps(home: Path, rounds: int, long_steps: int) -> dict[str, Any]:
     floor = Floor()
-    with wrapped(home) as port:
+    from game_bridge_mcp.core.tools.commands import run_command
+
+    figures: dict[str, list[float]] = {name: [] for name in (
+        "oneWall", "oneCpu", "oneFloorWall", "oneFloorCpu", "longWall", "longCpu", "longFloorWall", "longFloorCpu",
+        "actWall", "actCpu")}
+    with wrapped(home) as (port, pid):
         bridge = Bridge(Config(port=port, environ={}, scan=False, registry=False))
         advance(bridge, port=port, frames=1)  # the bridge learns the game
-        one_bridge, one_floor, long_bridge, long_floor = [], [], [], []
         calls = 20
         for _ in range(rounds):
-            started = time.perf_counter()
-            for _ in range(calls):
-                assert advance(bridge, port=port, frames=1)["framesAdvanced"] == 1
-            one_bridge.append((time.perf_counter() - started) * 1000 / calls)
-            one_floor.append(floor.steps(calls) / calls)
-            started = time.perf_counter()
-            assert advance(bridge, port=port, frames=long_steps)["framesAdvanced"] == long_steps
-            long_bridge.append((time.perf_counter() - started) * 1000)
-            long_floor.append(floor.steps(long_steps))
+            with Clocks(pid) as clocks:
+                for _ in range(calls):
+                    assert advance(bridge, port=port, frames=1)["framesAdvanced"] == 1
+            figures["oneWall"].append(clocks.wall_ms / calls)
+            figures["oneCpu"].append(clocks.cpu_ms / calls)
+            with Clocks(pid) as clocks:
+                for _ in range(calls):
+                    assert run_command(bridge, port, "act", {"action": "NOOP"}, via="manifest")["applied"] is True
+            figures["actWall"].append(clocks.wall_ms / calls)
+            figures["actCpu"].append(clocks.cpu_ms / calls)
+            wall, cpu = floor.steps(calls)
+            figures["oneFloorWall"].append(wall / calls)
+            figures["oneFloorCpu"].append(cpu / calls)
+            with Clocks(pid) as clocks:
+                assert advance(bridge, port=port, frames=long_steps)["framesAdvanced"] == long_steps
+            figures["longWall"].append(clocks.wall_ms)
+            figures["longCpu"].append(clocks.cpu_ms)
+            wall, cpu = floor.steps(long_steps)
+            figures["longFloorWall"].append(wall)
+            figures["longFloorCpu"].append(cpu)
         bridge.shutdown()
     floor.env.close()
-    one = {"bridgeMs": benchkit.median(one_bridge), "floorMs": benchkit.median(one_floor)}
-    one["ratio"] = one["bridgeMs"] / one["floorMs"]
-    many = {"steps": long_steps, "bridgeMs": benchkit.median(long_bridge), "floorMs": benchkit.median(long_floor)}
-    many["ratio"] = many["bridgeMs"] / many["floorMs"]
-    return {"oneStep": one, "longAdvance": many}
+    m = {name: benchkit.median(values) for name, values in figures.items()}
+    one = {"bridgeMs": m["oneWall"], "floorMs": m["oneFloorWall"], "ratio": m["oneWall"] / m["oneFloorWall"],
+           "bridgeCpuMs": m["oneCpu"], "floorCpuMs": m["oneFloorCpu"], "cpuRatio": m["oneCpu"] / m["oneFloorCpu"]}
+    act = {"bridgeMs": m["actWall"], "ratio": m["actWall"] / m["oneFloorWall"], "bridgeCpuMs": m["actCpu"],
+           "cpuRatio": m["actCpu"] / m["oneFloorCpu"]}
+    many = {"steps": long_steps, "bridgeMs": m["longWall"], "floorMs": m["longFloorWall"],
+            "ratio": m["longWall"] / m["longFloorWall"], "bridgeCpuMs": m["longCpu"], "floorCpuMs": m["longFloorCpu"],
+            "cpuRatio": m["longCpu"] / m["longFloorCpu"]}
+    return {"oneStep": one, "oneAct": act, "longAdvance": many}
 
 
 def measure_snapshots(home: Path, rounds: int) -> dict[str, Any]:
-    with wrapped(home) as port:
+    with wrapped(home) as (port, _pid):
         raw = Raw(port)
         features = raw.get("/health")["features"]
         if "snapshot" not in features:
@@ -189,7 +234,11 @@ def measure_many(home: Path, count: int, seconds: float) -> dict[str, Any]:
     project.mkdir()
     subprocess.run([sys.executable, "-m", "game_bridge_mcp", "gym", "--init", "--seed", "1", ENV_ID], cwd=project,
                    check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    path = project / "gamebridge.json"  # (its default port range; past it, the launcher takes the OS's ports)
+    path = project / "gamebridge.json"
+    doc = json.loads(path.read_text())
+    low = free_range(count + 4)
+    doc["launch"]["portRange"] = f"{low}-{low + count + 3}"  # free now: not the default range others use
+    path.write_text(json.dumps(doc))
     env = dict(os.environ, GAME_BRIDGE_HOME=str(home), PYTHONPATH=str(ROOT))
     bridge = Bridge(Config(environ=env, registry_dir=home / "instances", scan_range=(1,),
                            declaration=load_declaration(path)))
@@ -219,6 +268,26 @@ def measure_many(home: Path, count: int, seconds: float) -> dict[str, Any]:
             "measured": len(rss)}
 
 
+def free_range(count: int) -> int:
+    """The first of ``count`` consecutive ports that are free now (from a port the OS gives)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            low = probe.getsockname()[1]
+        if low + count > 65535:
+            continue
+        try:
+            for port in range(low, low + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return low
+    raise SystemExit(f"no {count} consecutive free ports found")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few rounds and instances (a smoke run)")
@@ -245,9 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     if "step" in report:
         one, many = report["step"]["oneStep"], report["step"]["longAdvance"]
         print(f"advance {{frames: 1}} through the bridge {one['bridgeMs']:.3f} ms, env.step + render "
-              f"{one['floorMs']:.3f} ms: {one['ratio']:.2f}x (target 3x)")
+              f"{one['floorMs']:.3f} ms: {one['ratio']:.2f}x (target 3x); CPU (both processes) "
+              f"{one['bridgeCpuMs']:.3f} ms against {one['floorCpuMs']:.3f}: {one['cpuRatio']:.2f}x")
+        act = report["step"]["oneAct"]
+        print(f"call_tool act {{action: NOOP}} (one step) {act['bridgeMs']:.3f} ms: {act['ratio']:.2f}x; CPU "
+              f"{act['bridgeCpuMs']:.3f} ms: {act['cpuRatio']:.2f}x")
         print(f"advance {{frames: {many['steps']}}} {many['bridgeMs']:.1f} ms, the bare loop {many['floorMs']:.1f} ms: "
-              f"{many['ratio']:.2f}x (target 1.3x)")
+              f"{many['ratio']:.2f}x (target 1.3x); CPU {many['bridgeCpuMs']:.1f} ms against "
+              f"{many['floorCpuMs']:.1f}: {many['cpuRatio']:.2f}x")
     if "snapshot" in report:
         snap = report["snapshot"]
         if "skipped" in snap:

@@ -116,11 +116,16 @@ def provider_of(spec: Any) -> str:
     """The distribution that provides a registered environment ("gymnasium", "ale-py")."""
     entry = spec.entry_point
     module = entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "") or ""
-    top = module.split(".")[0]
-    try:
-        from importlib.metadata import packages_distributions
+    top = "crafter" if module.endswith("gym._crafter") else module.split(".")[0]  # (registered here for Crafter)
+    from importlib import metadata
 
-        names = packages_distributions().get(top) or [top]
+    for guess in (top.replace("_", "-"), top):  # (ale_py is ale-py's: found without reading every package)
+        try:
+            return str(metadata.distribution(guess).metadata["Name"])
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        names = metadata.packages_distributions().get(top) or [top]
     except Exception:  # noqa: BLE001 - metadata unreadable: the module's name will do
         names = [top]
     return names[0]

@@ -23,6 +23,11 @@ DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "game"
 _SCALARS = (str, int, float, bool, type(None))
 
 
+#: What a RawJson part's placeholder is made of: random, once a process (a fresh uuid4 per
+#: /state cost a getrandom system call each time, on every answer of every game).
+_MARKER = uuid.uuid4().hex
+
+
 class RawJson:
     """Already-encoded JSON to embed in ``/state`` as is (a large part that rarely
     changes, encoded once rather than on every request). The game vouches that
@@ -50,7 +55,7 @@ def encode_state(doc: Any) -> bytes:
     paths are converted, :class:`RawJson` is spliced in verbatim. Raises TypeError or
     ValueError (with the offending type) for anything else."""
     raw: dict[str, str] = {}
-    marker = uuid.uuid4().hex
+    marker = _MARKER
 
     def default(obj: Any) -> Any:
         if isinstance(obj, RawJson):
