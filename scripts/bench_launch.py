@@ -14,7 +14,10 @@ Two measurements, printed as a table (and as JSON with --json):
    (``tests/peers/games/bridge_driver.py``) or the real server (``python -m game_bridge_mcp``),
    which is sent ``initialize`` and two ``launch_instance`` calls first.
 
-    .venv/bin/python scripts/bench_launch.py [--runs 3] [--json]
+    .venv/bin/python scripts/bench_launch.py [--runs 3] [--json] [--containment auto|cgroup|keeper|none]
+
+``--containment`` holds the driver's and ``launch()``'s trees as docs/launching.md, "Reaping",
+describes (the real server takes the strongest the machine allows).
 """
 
 from __future__ import annotations
@@ -115,11 +118,14 @@ def by_hand(boot_delay: float, runs: int) -> list[float]:
     return times
 
 
+CONTAINMENT = ["auto"]
+
+
 def via_launcher(work: Path, boot_delay: float, runs: int) -> list[float]:
     decl = declaration(work / f"launch-{boot_delay}", ["--boot-delay", str(boot_delay)])
     config = Config(environ=dict(os.environ), registry_dir=work / "home" / "instances",
                     declaration=load_declaration(decl))
-    launcher = Launcher(config, log_dir=work / "logs")
+    launcher = Launcher(config, log_dir=work / "logs", containment=CONTAINMENT[0])
     times = []
     try:
         for _ in range(runs):
@@ -239,7 +245,8 @@ def reap_trial(work: Path, bridge: str, scenario: str, how: str) -> dict[str, An
     env = bench_env(work, token)
     if bridge == "driver":
         proc = subprocess.Popen([sys.executable, str(DRIVER), "--config", str(decl), "--registry-dir",
-                                 str(work / "home" / "instances"), "--count", "2"], env=env,
+                                 str(work / "home" / "instances"), "--count", "2",
+                                 "--containment", CONTAINMENT[0]], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
         while True:
@@ -300,7 +307,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="repetitions of each measurement")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     parser.add_argument("--no-server", action="store_true", help="skip the real server (driver only)")
+    parser.add_argument("--containment", default="auto", choices=["auto", "cgroup", "keeper", "none"],
+                        help="how the driver's and launch()'s trees are held")
     args = parser.parse_args()
+    CONTAINMENT[0] = args.containment
     bridges = ["driver"] if args.no_server else ["driver", "server"]
     report: dict[str, Any] = {"launch": [], "reap": []}
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:

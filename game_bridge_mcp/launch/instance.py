@@ -24,6 +24,7 @@ from .capture import LOG_CAP_BYTES, OutputCapture, TailReader
 from ..wire.client import GameClient
 from ..errors import BridgeError, BridgeUsageError
 from ..polling import Cancelled, Deadline, cancel_requested, poll_until
+from .hold.contain import Containment, Plan, check_startable
 from .portlock import PortLock
 from .procs import ProcRef, Tree
 from .declaration import LaunchDeclaration
@@ -95,23 +96,51 @@ class LaunchedInstance:
     reaped_elsewhere: bool = False
     stop_result: dict | None = None
     stop_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: How the tree is held together (its cgroup, or its keeper), see .hold.contain.
+    plan: Plan = field(default_factory=lambda: Plan("none"))
 
     @classmethod
     def start(cls, decl: LaunchDeclaration, lock: PortLock, *, command: list[str] | str,
               use_shell: bool, display: str, launch_id: str, env: Mapping[str, str],
-              log_path: Path, log_fd: int, detached: bool, log_cap_bytes: int = LOG_CAP_BYTES) -> LaunchedInstance:
+              log_path: Path, log_fd: int, detached: bool, log_cap_bytes: int = LOG_CAP_BYTES,
+              plan: Plan | None = None, containment: Containment | None = None) -> LaunchedInstance:
         """Start ``command`` for ``lock.port`` in a new session (its own process group),
         stdin from /dev/null, output into a pipe pumped to the log file (or, detached,
-        straight into the log file, which is then tailed), and return its record. Raises
-        OSError when the command cannot be started."""
+        straight into the log file, which is then tailed), held as ``plan`` says (its
+        cgroup or its keeper, see .hold.contain), and return its record. Raises OSError when the
+        command cannot be started."""
         port = lock.port
         started = time.monotonic()
-        with parent.spawning() as own:  # registered before anyone could reap it as adopted
-            proc = subprocess.Popen(
-                command, shell=use_shell, cwd=str(decl.cwd), env=env,
-                stdin=subprocess.DEVNULL, stdout=log_fd if detached else subprocess.PIPE,
-                stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
-            own.add(proc.pid)
+        plan = plan or Plan("none")
+        if plan.mode != "none":  # the gate or keeper starts first: say what Popen would have
+            try:
+                check_startable(command, use_shell, decl.cwd, env)
+            except OSError:
+                Containment.release(plan)
+                raise
+        while True:
+            args, shell, stdin = Containment.popen_args(plan, command, use_shell, decl.spare)
+            try:
+                with parent.spawning() as own:  # registered before anyone could reap it as adopted
+                    proc = subprocess.Popen(
+                        args, shell=shell, cwd=str(decl.cwd), env=env,
+                        stdin=stdin, stdout=log_fd if detached else subprocess.PIPE,
+                        stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
+                    own.add(proc.pid)
+            except BaseException:
+                Containment.release(plan)
+                raise
+            finally:
+                if stdin != subprocess.DEVNULL:
+                    os.close(stdin)
+            if Containment.started(plan, proc.pid):
+                break
+            # The cgroup would not take it: its gate closed unopened, it ran nothing. Again, kept.
+            proc.wait()
+            parent.disown(proc.pid)
+            if proc.stdout is not None:
+                proc.stdout.close()
+            plan = (containment or Containment()).fallback(plan)
         leader = procs.ref_for(proc.pid) or ProcRef(proc.pid, 0.0)
         pidfd = None
         if hasattr(os, "pidfd_open"):
@@ -127,10 +156,11 @@ class LaunchedInstance:
             capture = OutputCapture(proc.stdout, log_path, log_fd, cap_bytes=log_cap_bytes)
         inst = cls(port=port, launch_id=launch_id, declaration=decl, command=display,
                    proc=proc, leader=leader,
-                   tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set(), spare=decl.spare),
+                   tree=Tree(leader=leader, pgid=proc.pid, marker=launch_id, known=set(), spare=decl.spare,
+                             cgroup=plan.cgroup),
                    lock=lock, capture=capture, started=started, pidfd=pidfd,
                    started_at=_utc_now(),
-                   name=decl.name)
+                   name=decl.name, plan=plan)
         inst.tree.leader_guard = inst.leader_unreaped
         return inst
 
@@ -331,8 +361,12 @@ class LaunchedInstance:
 
     def release(self) -> None:
         """Release what this record holds once its tree has ended: the child's exit
-        status (it is reaped now), the pidfd, the port lock."""
+        status (it is reaped now), the pidfd, the port lock, its keeper's pipe and its cgroup."""
         self.leader_exited()
+        # The keeper ends what is left below it (spared processes excepted) and exits; in a
+        # cgroup, a spared process goes back to the bridge's and a late fork is killed.
+        procs.end_cgroup(self.tree, timeout_s=1.0)
+        Containment.release(self.plan)
         try:
             self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL failed

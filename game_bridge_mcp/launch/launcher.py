@@ -25,7 +25,8 @@ from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
 from ..paths import ENV_INSTANCES, check_home, locks_dir, log_dir, make_dirs, package_path_dir, registry_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
-from .command import check_command
+from .trust import check_command
+from .hold.contain import Containment
 from .monitor import Monitor
 from .watchlink import NoWatcher, WatcherLink
 
@@ -74,7 +75,7 @@ class Launcher:
     def __init__(self, config: Config, *, opener: Opener | None = None,
                  environ: Mapping[str, str] | None = None, log_dir: Path | None = None,
                  watcher_log: Path | None = None, detached: bool = False,
-                 log_cap_bytes: int = LOG_CAP_BYTES) -> None:
+                 log_cap_bytes: int = LOG_CAP_BYTES, containment: str = "auto") -> None:
         parent.restore_sigchld()  # a no-op off the main thread; entry points did it already
         self.config = config
         self._opener = opener
@@ -91,6 +92,9 @@ class Launcher:
         #: its log itself, so it is not capped).
         self.log_cap_bytes = log_cap_bytes
         self._watcher: Any = NoWatcher() if detached else WatcherLink(watcher_log)
+        #: How each launched tree is held together so it ends with the bridge (.hold.contain):
+        #: its own cgroup, else a keeper; a detached game is meant to outlive this process.
+        self._containment = Containment("none" if detached else containment)
         #: Once a second: new descendants, adopted orphans, adopted zombies (.monitor).
         self._monitor = Monitor(self._tracked, self._watcher)
 
@@ -142,7 +146,8 @@ class Launcher:
         # The program and script it runs must be out of other users' reach, like the
         # declaration (the files do not depend on the port: the first one stands in).
         probe_port = port if port is not None else decl.port_range[0]
-        check_command(decl, probe_port, {**self._environ, **decl.render_env(probe_port), **(env or {})})
+        check_command(decl.path, *decl.render(probe_port), decl.cwd,
+                      {**self._environ, **decl.render_env(probe_port), **(env or {})})
         self._check_open()
         # Port locks, logs and the Python path a launched game imports live in the home:
         # one another user could change is refused, naming it (docs/reliability.md).
@@ -289,17 +294,19 @@ class Launcher:
         log_path, log_fd = open_log_file(self._ensure_log_dir(), port)
         # The watcher learns the marker before the spawn, so a bridge killed in between
         # still leaves something findable.
-        self._watcher.send({"op": "expect", "id": launch_id, "marker": launch_id})
+        plan = self._containment.plan(launch_id)  # its cgroup is made now, before the spawn
+        self._watcher.send({"op": "expect", "id": launch_id, "marker": launch_id, "cgroup": plan.cgroup})
         try:
             with self._lock:
                 self._check_open()
                 inst = LaunchedInstance.start(decl, lock, command=command, use_shell=use_shell, display=display,
                                       launch_id=launch_id, env=env, log_path=log_path, log_fd=log_fd,
                                       log_cap_bytes=self.log_cap_bytes,
-                                      detached=self.detached)
+                                      detached=self.detached, plan=plan, containment=self._containment)
                 self._instances[port] = inst
         except OSError as exc:
             os.close(log_fd)
+            Containment.release(plan)
             self._watcher.send({"op": "forget", "id": launch_id})
             raise BridgeUsageError(
                 f"Launch failed on port {port}: the command could not be started "
@@ -308,11 +315,12 @@ class Launcher:
                 port=port, command=display, cwd=str(decl.cwd)) from None
         except BaseException:
             os.close(log_fd)
+            Containment.release(plan)
             self._watcher.send({"op": "forget", "id": launch_id})
             raise
         self._watcher.send({"op": "launch", "id": launch_id, "pid": inst.leader.pid,
                             "ctime": inst.leader.create_time, "pgid": inst.proc.pid, "marker": launch_id,
-                            "spare": list(decl.spare)})
+                            "spare": list(decl.spare), **inst.plan.record()})
         self._monitor.start()
         log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
         return inst

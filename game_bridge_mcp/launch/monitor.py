@@ -9,6 +9,7 @@ import threading
 from typing import Any, Callable
 
 from . import parent, procs
+from .hold import cgroups
 from .instance import LaunchedInstance
 from .procs import MARKER_KEY, ProcRef
 
@@ -21,7 +22,8 @@ STRAYS_ID = "strays"
 
 
 def _traces_of(ref: ProcRef) -> tuple[int | None, int | None, list[str]]:
-    """An adopted process's process group, session and launch markers (what is readable)."""
+    """An adopted process's process group, session and launch markers (what is readable);
+    its cgroup is looked at by :meth:`Monitor.adopt`."""
     pgid = sid = None
     markers: list[str] = []
     try:
@@ -89,7 +91,8 @@ class Monitor:
                 continue
             pgid, sid, markers = _traces_of(ref)
             owner = next((inst for inst in instances
-                          if inst.launch_id in markers or inst.tree.pgid in (pgid, sid)), None)
+                          if inst.launch_id in markers or inst.tree.pgid in (pgid, sid)
+                          or (inst.tree.cgroup is not None and cgroups.holds(inst.tree.cgroup, ref.pid))), None)
             if owner is not None:
                 owner.tree.add([ref])
                 self._watcher.send({"op": "child", "id": owner.launch_id, "pid": ref.pid,

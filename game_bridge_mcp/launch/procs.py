@@ -1,8 +1,9 @@
 """Finding and signalling a launched process tree without ever hitting the wrong process: every
 signal through a pidfd (or psutil's check) verified against the recorded creation time.
 
-It needs nothing else from its package (the marker's name is spelled out when there is no
-package), so the watcher can load it by file path when the package is vendored.
+It needs nothing from its package but its sibling :mod:`.cgroups` (the marker's name is
+spelled out when there is no package), so the watcher can load it by file path when the
+package is vendored.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ try:
     from ..contract import ENV_LAUNCH_ID
 except ImportError:  # loaded by file path, outside the package (the watcher): the same name
     ENV_LAUNCH_ID = "GAME_BRIDGE_LAUNCH_ID"
+
+from .hold import cgroups
 
 try:
     import psutil
@@ -228,6 +231,30 @@ def find_marked(marker_value: str, *, key: str = MARKER_KEY) -> list[ProcRef]:
     return found
 
 
+def cgroup_members(path: str) -> list[ProcRef]:
+    """The processes in the cgroup ``path`` (and below it), each identified first and then
+    seen to be in it still, so a pid freed and reused meanwhile is never taken for one."""
+    found: list[ProcRef] = []
+    for pid in cgroups.pids(path):
+        ref = ref_for(pid)
+        if ref is not None and cgroups.holds(path, pid):
+            found.append(ref)
+    return found
+
+
+def end_cgroup(tree: "Tree", *, timeout_s: float) -> bool:
+    """SIGKILL everything left in ``tree``'s cgroup at once, forks in flight included, its
+    spared processes first moved out to the cgroup it was made in. True when it is empty."""
+    if tree.cgroup is None:
+        return True
+    if tree.spare:
+        outside = os.path.dirname(tree.cgroup)
+        for ref in cgroup_members(tree.cgroup):
+            if tree.spared(ref):
+                cgroups.move(outside, ref.pid)
+    return cgroups.kill(tree.cgroup, timeout_s=timeout_s)
+
+
 def signal_group(pgid: int, sig: int, verified: Iterable[ProcRef]) -> bool:
     """Signal every member of process group ``pgid``, one by one through verified pidfds,
     but only if one of ``verified`` (known members of the group we started) is alive and
@@ -257,6 +284,8 @@ class Tree:
     #: Processes to spare (the declaration's ``launch.spare``): one whose command line
     #: contains any of these is never signalled, though its descendants still are.
     spare: tuple[str, ...] = ()
+    #: The tree's own cgroup (.cgroups), when it has one: everything in it is the tree's.
+    cgroup: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def snapshot(self) -> list[ProcRef]:
@@ -306,6 +335,8 @@ class Tree:
             candidates += group_members(self.pgid)
         if marker_scan:
             candidates += find_marked(self.marker)
+        if self.cgroup is not None:
+            candidates += cgroup_members(self.cgroup)
         seen: dict[int, ProcRef] = {}
         for ref in candidates:
             if ref.pid not in seen and is_alive(ref):
@@ -391,6 +422,12 @@ def reap_tree(tree: Tree, *, term_s: float, kill_s: float = 1.0) -> tuple[str | 
     killed = 0
     for _ in range(3):  # a process may fork while dying; sweep again
         killed += tree.signal(kill, survivors)
+        # And whatever else is in its cgroup, forks in flight too. Everything of the tree
+        # (spared processes moved out) is in it, so once it is empty nothing survived.
+        if tree.cgroup is not None and end_cgroup(tree, timeout_s=kill_s):
+            killed = killed or 1
+            survivors = []
+            break
         survivors = wait_gone(survivors, kill_s)
         survivors = list({ref.pid: ref for ref in [*survivors, *tree.live()]}.values())
         if not survivors:
@@ -403,5 +440,5 @@ def reap_tree(tree: Tree, *, term_s: float, kill_s: float = 1.0) -> tuple[str | 
     return ("killed" if killed else "terminated" if sent else None), survivors
 
 
-__all__ = ["MARKER_KEY", "NOT_SIGNALLED", "ProcRef", "Tree", "descendants", "find_marked", "group_members", "marker_value",
+__all__ = ["MARKER_KEY", "NOT_SIGNALLED", "ProcRef", "Tree", "cgroup_members", "descendants", "end_cgroup", "find_marked", "group_members", "marker_value",
            "has_pidfds", "identity_provable", "is_alive", "reap_tree", "ref_for", "send_signal", "signal_group", "wait_gone"]

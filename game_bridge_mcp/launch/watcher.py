@@ -33,6 +33,8 @@ log = logging.getLogger("game_bridge_mcp.launch.watcher")
 TERM_GRACE_S = 1.0
 #: How often it checks that the bridge still lives (in case the pipe was inherited).
 BRIDGE_CHECK_S = 1.0
+#: How long a keeper gets to end its own tree before the watcher reaps what is left.
+KEEPER_WAIT_S = 5.0
 
 
 def _load_procs() -> ModuleType:
@@ -57,6 +59,10 @@ class Records:
         self.procs = procs
         self.trees: dict[str, Any] = {}
         self.markers: dict[str, str] = {}
+        #: Each launch's own cgroup, from its expect record on (made before its spawn).
+        self.cgroups: dict[str, str] = {}
+        #: Launches held by a keeper (.keeper), which ends its own tree when the bridge goes.
+        self.kept: set[str] = set()
 
     def apply(self, record: dict) -> None:
         op = record.get("op")
@@ -64,6 +70,12 @@ class Records:
         if not ident:
             return
         procs = self.procs
+        cgroup = record.get("cgroup")
+        if op in ("expect", "launch"):
+            if isinstance(cgroup, str) and os.path.basename(cgroup).startswith(self.procs.cgroups.PREFIX):
+                self.cgroups[ident] = cgroup
+            else:
+                self.cgroups.pop(ident, None)
         if op == "expect":
             self.markers[ident] = str(record.get("marker", ""))
         elif op == "launch":
@@ -73,12 +85,19 @@ class Records:
             spare = record.get("spare")
             self.trees[ident] = procs.Tree(leader=leader, pgid=int(record.get("pgid", leader.pid)),
                                            marker=marker, known=set(),
-                                           spare=tuple(str(p) for p in spare) if isinstance(spare, list) else ())
+                                           spare=tuple(str(p) for p in spare) if isinstance(spare, list) else (),
+                                           cgroup=self.cgroups.get(ident))
+            if record.get("keeper") is True:
+                self.kept.add(ident)
+            else:
+                self.kept.discard(ident)
         elif op == "child" and ident in self.trees:
             self.trees[ident].add([procs.ProcRef(int(record["pid"]), float(record["ctime"]))])
         elif op == "forget":
             self.trees.pop(ident, None)
             self.markers.pop(ident, None)
+            self.cgroups.pop(ident, None)
+            self.kept.discard(ident)
 
     def drop_dead(self) -> None:
         """Forget recorded descendants that have ended (the records stay the live tree's)."""
@@ -88,28 +107,40 @@ class Records:
     def reap(self, term_s: float = TERM_GRACE_S) -> int:
         """Terminate then kill everything recorded; return how many trees had survivors."""
         procs = self.procs
-        trees = list(self.trees.values())
+        trees = [(ident, tree) for ident, tree in self.trees.items()]
         for ident, marker in self.markers.items():
             if ident not in self.trees and marker:
-                # Spawned, but the bridge died before it could say so: the marker finds it.
+                # Spawned, but the bridge died before it could say so: its cgroup and marker find it.
+                cgroup = self.cgroups.get(ident)
                 found = procs.find_marked(marker)
+                found += procs.cgroup_members(cgroup) if cgroup else []
                 if found:
-                    trees.append(procs.Tree(leader=found[0], pgid=-1, marker=marker, known=set(found)))
+                    trees.append((ident, procs.Tree(leader=found[0], pgid=-1, marker=marker, known=set(found),
+                                                    cgroup=cgroup)))
+                elif cgroup:
+                    procs.cgroups.remove(cgroup, evacuate_to=os.path.dirname(cgroup))
         results: list[str | None] = []
 
-        def reap_one(tree: Any) -> None:
+        def reap_one(ident: str, tree: Any) -> None:
+            if ident in self.kept:
+                # Its keeper saw the bridge's pipe close too, and ends everything below it
+                # (it is their subreaper ancestor): signalling it meanwhile could orphan them.
+                procs.wait_gone([tree.leader], KEEPER_WAIT_S)
             how, survivors = procs.reap_tree(tree, term_s=term_s, kill_s=0.5)
+            if tree.cgroup:
+                procs.end_cgroup(tree, timeout_s=1.0)
+                procs.cgroups.remove(tree.cgroup, evacuate_to=os.path.dirname(tree.cgroup))
             results.append(how)
             if how is not None:
                 log.info("reaped launch %s (%s)%s", tree.marker, how,
                          f", survivors {[r.pid for r in survivors]}" if survivors else "")
 
         # One thread per tree, so one game that ignores SIGTERM does not delay the rest.
-        threads = [threading.Thread(target=reap_one, args=(tree,), daemon=True) for tree in trees]
+        threads = [threading.Thread(target=reap_one, args=(ident, tree), daemon=True) for ident, tree in trees]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=term_s + 5.0)
+            thread.join(timeout=term_s + KEEPER_WAIT_S + 5.0)
         reaped = sum(1 for how in results if how is not None)
         return reaped
 

@@ -142,7 +142,8 @@ def test_no_pidfds_and_no_proc_a_stop_reports_not_signalled(tmp_path: Path, laun
     monkeypatch.setattr(procs, "_proc_stat", lambda pid: None)
     assert not procs.identity_provable()
     assert "can signal no launched process" in (guarantees.warning() or "")
-    launcher = launchers(write_declaration(tmp_path, "--ignore-close"))
+    # Held by nothing: a cgroup would prove what is the game's (and end it), and a keeper reads /proc.
+    launcher = launchers(write_declaration(tmp_path, "--ignore-close"), containment="none")
     launched = launcher.launch()
     try:
         stopped = launcher.stop(launched["port"], grace_ms=200)

@@ -29,6 +29,7 @@ LAYERS: dict[str, float] = {
     "wire": 1, "manifest": 1, "registry": 1,
     "contract": 0, "errors": 0, "config": 0, "paths": 0, "jsonio": 0, "polling": 0, "listeners": 0, "_version": 0,
     "wrappers": 0,
+    "ownership": 0,
 }
 #: What the game kit may import besides itself: a game needs no HTTP client or bridge.
 GAME_MAY_IMPORT = {"contract", "registry", "jsonio", "paths", "config", "errors", "_version", "wrappers"}

@@ -3,6 +3,7 @@ stdin EOF / SIGINT / SIGTERM / SIGHUP, and nothing else.
 
     bridge_driver.py --config gamebridge.json --registry-dir DIR [--count N] [--port N]
                      [--go-file PATH] [--watcher-log PATH] [--no-subreaper]
+                     [--containment auto|cgroup|keeper|none]
 
 Prints one JSON line per launch (the launch result, or {"error": ...}) and then
 {"launched": [...], "watcherPid": N}; then waits for stdin EOF or a signal, shuts down
@@ -43,13 +44,15 @@ def main() -> int:
     parser.add_argument("--go-file", default=None)
     parser.add_argument("--watcher-log", default=None)
     parser.add_argument("--no-subreaper", action="store_true")
+    parser.add_argument("--containment", default="auto")
     args = parser.parse_args()
     if not args.no_subreaper:
         prepare_parent()  # what every entry point does: default SIGCHLD, child subreaper
 
     config = Config(environ=dict(os.environ), registry_dir=Path(args.registry_dir),
                     declaration=load_declaration(Path(args.config)))
-    launcher = Launcher(config, watcher_log=Path(args.watcher_log) if args.watcher_log else None)
+    launcher = Launcher(config, watcher_log=Path(args.watcher_log) if args.watcher_log else None,
+                        containment=args.containment)
 
     def on_signal(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
