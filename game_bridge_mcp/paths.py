@@ -44,7 +44,6 @@ PYTHONPATH_DIRNAME = "pythonpath"
 PACKAGE_DIR = Path(__file__).resolve().parent
 HTTP_DIRNAME = "http"
 #: The generated HTTP bearer token's file, in :func:`http_dir`.
-TOKEN_FILENAME = "token"
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -21,7 +21,7 @@ from ..terminal.text import terminal
 
 CALL_USAGE = """\
 usage: game-bridge-mcp call TOOL [JSON] [--keep] [--out FILE] [server options]
-       game-bridge-mcp call --url http://HOST:PORT/mcp [--token T] TOOL [JSON] [--out FILE]
+       game-bridge-mcp call --url http://HOST:PORT/mcp [--token-file FILE | --token -] TOOL [JSON] [--out FILE]
        game-bridge-mcp call --list [--verbose]
        game-bridge-mcp call TOOL --help [--port N]
 
@@ -35,7 +35,9 @@ TOOL --help describes one tool and its arguments (a game's tool: read from the g
 --out FILE writes the image a tool returns (get_screenshot) to FILE.
 --url URL runs TOOL on a bridge served with --http (possibly on another machine) in a
 session of its own, which ends when the command returns (what it launched is stopped);
---token T (or GAME_BRIDGE_TOKEN; else the token a local server wrote) is sent with it.
+The token sent with it is read from --token-file FILE (its first line), from standard input
+with --token - , else from GAME_BRIDGE_TOKEN, else for a loopback URL from the file the server
+on that port wrote (--token T works too, but puts it where every user can see it: ps).
 """
 
 
@@ -78,8 +80,9 @@ def _write_image(result: dict[str, Any], tool: str, path: Path | None) -> None:
     result["out"] = str(path)
 
 
-def _remote_options(argv: Sequence[str]) -> tuple[list[str], str | None, str | None]:
-    """``--url URL`` and ``--token T`` (or ``--url=``/``--token=``) taken out of ``argv``."""
+def _remote_options(argv: Sequence[str]) -> tuple[list[str], str | None, dict[str, str]]:
+    """``--url URL`` and the token's source (``--token T``, ``--token -`` for standard input,
+    ``--token-file FILE``; or ``--name=value``) taken out of ``argv``."""
     rest: list[str] = []
     found: dict[str, str] = {}
     args = list(argv)
@@ -87,18 +90,50 @@ def _remote_options(argv: Sequence[str]) -> tuple[list[str], str | None, str | N
     while i < len(args):
         word = args[i]
         name = word.split("=", 1)[0]
-        if name in ("--url", "--token"):
+        if name in ("--url", "--token", "--token-file"):
             value = word.split("=", 1)[1] if "=" in word else (args[i + 1] if i + 1 < len(args) else "")
             if not value.strip():
-                raise BridgeUsageError(f"{name} needs a value, e.g. --url http://127.0.0.1:8765/mcp --token T")
+                raise BridgeUsageError(f"{name} needs a value, e.g. --url http://127.0.0.1:8765/mcp --token-file FILE")
             found[name] = value.strip()
             i += 1 if "=" in word else 2
             continue
         rest.append(word)
         i += 1
-    if "--token" in found and "--url" not in found:
-        raise BridgeUsageError("--token goes with --url (the token of a bridge served with --http).")
-    return rest, found.get("--url"), found.get("--token")
+    if ("--token" in found or "--token-file" in found) and "--url" not in found:
+        raise BridgeUsageError("--token and --token-file go with --url (the token of a bridge served with --http).")
+    if "--token" in found and "--token-file" in found:
+        raise BridgeUsageError("Give the token one way: --token-file FILE, --token - (standard input) or --token T.")
+    url = found.pop("--url", None)
+    return rest, url, found
+
+
+#: What --token T on the command line costs (said once, on stderr).
+TOKEN_IN_ARGV = ("game-bridge-mcp: warning: --token T puts the token in the command line, where every user of this "
+                 "machine can read it (ps, /proc): prefer --token-file FILE, --token - (standard input) or "
+                 "GAME_BRIDGE_TOKEN.\n")
+
+
+def _given_token(source: dict[str, str], stdin: TextIO, err: TextIO) -> str | None:
+    """The token from where ``call`` was told to read it (None: not given)."""
+    if "--token-file" in source:
+        path = Path(source["--token-file"]).expanduser()
+        try:
+            with path.open(encoding="utf-8") as handle:
+                token = handle.readline().strip()
+        except OSError as exc:
+            raise BridgeUsageError(f"--token-file {path}: cannot be read ({exc.strerror or exc}).") from None
+        if not token:
+            raise BridgeUsageError(f"--token-file {path} is empty: its first line is the token.")
+        return token
+    if source.get("--token") == "-":
+        token = stdin.readline().strip()
+        if not token:
+            raise BridgeUsageError("--token - reads the token from standard input, which gave none.")
+        return token
+    if "--token" in source:
+        err.write(TOKEN_IN_ARGV)
+        return source["--token"]
+    return None
 
 
 def _run_remote(url: str, token: str | None, tool: str, arguments: dict[str, Any],
@@ -112,9 +147,9 @@ def _run_remote(url: str, token: str | None, tool: str, arguments: dict[str, Any
                                "http://HOST:PORT/mcp.")
     if token is None:
         token = (environ.get("GAME_BRIDGE_TOKEN") or "").strip() or None
-    if token is None and parsed.hostname in ("127.0.0.1", "localhost", "::1"):
-        from ..mcp_server.http.gate import read_token_file
-        token = read_token_file(environ, None)
+    if token is None and parsed.hostname in ("127.0.0.1", "localhost", "::1") and parsed.port:
+        from ..mcp_server.http.token import read_token_file
+        token = read_token_file(environ, None, parsed.port)
     from ..mcp_server.http.remote import call_remote
 
     if tool not in TOOL_NAMES:
@@ -248,7 +283,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     err = terminal(stderr or sys.stderr)
     try:
         argv, out_path = _out_file(argv)
-        argv, url, token = _remote_options(argv)
+        argv, url, token_source = _remote_options(argv)
+        token = _given_token(token_source, sys.stdin, err)
     except BridgeError as exc:
         err.write(exc.render() + "\n")
         return exc.exit_code

@@ -69,6 +69,10 @@ def _whole(value: Any) -> Any:
     return None if value is None else (value if not isinstance(value, bool) else str(value))
 
 
+#: Environment variables that are the bridge's secrets: a launched game does not inherit them
+#: (``GAME_BRIDGE_TOKEN``: the bearer token of ``--http``).
+BRIDGE_SECRETS = frozenset({"GAME_BRIDGE_TOKEN"})
+
 class Launcher:
     """Starts, tracks, reads and stops the game instances this bridge launches."""
 
@@ -257,7 +261,9 @@ class Launcher:
 
     def _child_env(self, decl: LaunchDeclaration, port: int, launch_id: str,
                    extra: Mapping[str, str]) -> dict[str, str]:
-        env = dict(self._environ)
+        # The bridge's own secrets stay its own: a game (and what it starts) never sees them,
+        # unless its declaration sets them itself.
+        env = {key: value for key, value in self._environ.items() if key not in BRIDGE_SECRETS}
         declared = decl.render_env(port)
         env.update(declared)
         env.update(extra)

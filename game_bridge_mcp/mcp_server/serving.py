@@ -98,7 +98,6 @@ def run(transport: Transport, *, exit_process: bool = True) -> int:
     configure_logging(config.environ)
     restore_sigchld()  # before anything is launched (the subreaper is the entry point's: cli/main.py)
     warn_once(sys.stderr)  # psutil missing: say what cannot be guaranteed (once; cli/main.py may have)
-    transport.start()
     finished = threading.Lock()
 
     def finish(code: int) -> int:
@@ -115,6 +114,18 @@ def run(transport: Transport, *, exit_process: bool = True) -> int:
         return code
 
     transport.finish = finish
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        # Until the loop listens for them (watch_signals), a signal ends the server the same way.
+        for signum in STOP_SIGNALS:
+            previous[signum] = signal.signal(signum, lambda number, _frame: finish(128 + number))
+    try:
+        transport.start()
+    except BaseException:
+        with finished:  # nothing is served: the caller reports the error (a port in use, a bad token)
+            transport.shutdown()
+        _restore(previous)
+        raise
 
     async def watch_signals() -> None:
         with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
@@ -137,4 +148,11 @@ def run(transport: Transport, *, exit_process: bool = True) -> int:
     except BaseException:  # noqa: BLE001 - whatever ended the loop, launched games are reaped
         log.exception("server stopped by an error")
         return finish(1)
+    finally:
+        _restore(previous)
     return finish(0)
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)

@@ -76,7 +76,7 @@ def test_no_token_or_a_wrong_one_gets_a_bare_401(tmp_path: Path, guard: ProcessG
         status, _h, _b = server.request("POST", INITIALIZE, headers={"Authorization": f"Basic {server.token}"},
                                         token=False)
         assert status == 401
-        assert (server.home / "http" / "token").stat().st_mode & 0o777 == 0o600
+        assert (server.home / "http" / f"token-{server.port}").stat().st_mode & 0o777 == 0o600
         assert server.stderr().count(server.token) == 1  # said once, on stderr
 
         async def wrong() -> None:

@@ -10,6 +10,7 @@ server (uvicorn), the SDK's own client gets the same results both ways."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 from pathlib import Path
@@ -27,6 +28,7 @@ from game_bridge_mcp.mcp_server.adapter import PROTOCOL_VERSIONS, SESSIONLESS_VE
 from game_bridge_mcp.mcp_server.stdio.fastpath import KNOWN_VERSIONS
 from game_bridge_mcp.mcp_server.http.gate import Gate
 from game_bridge_mcp.mcp_server.http.remote import connect
+from game_bridge_mcp.mcp_server.http.places import Places
 from game_bridge_mcp.mcp_server.http.sessions import SessionManager
 from fast_answers import CALLS, stable
 from http_helpers import HttpServer, answer_messages
@@ -425,3 +427,127 @@ def test_the_sdks_client_gets_the_same_results_from_both_paths(tmp_path: Path, g
                 logs[fast] = server.stderr()
     assert results[True] == results[False]
     assert "over HTTP answered directly" in logs[True] and "answered directly" not in logs[False]
+
+
+# ------------------------------------------------------------------ places, bodies, ids, initializing
+def another(server: Server) -> Server:
+    """A second client of the same server (its own session)."""
+    other = copy.copy(server)
+    other.session = other.version = other.sessionless = ""
+    return other
+
+
+async def slow_body(server: Server, answer: Answer, headers: dict[str, str]) -> None:
+    """A POST whose body never finishes arriving (until the gate's deadline)."""
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep(0.05)
+        return {"type": "http.request", "body": b" ", "more_body": True}
+
+    sent = {"host": "127.0.0.1:1", "authorization": f"Bearer {TOKEN}", "accept": ACCEPT,
+            "content-type": "application/json", **headers}
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "query_string": b"", "headers":
+             [(k.encode(), v.encode()) for k, v in sent.items()], "client": ("127.0.0.1", 3)}
+    await server.gate(scope, receive, answer.send)
+
+
+def test_one_sessions_held_calls_leave_the_others_their_places() -> None:
+    """Issue 38, item 10: a session holding calls beyond its fair share takes from a shared
+    pool only; another session still opens and calls (before: 5 sessions x 64 held calls
+    took the 256 global places, and a new session's initialize was 503)."""
+    async def main() -> None:
+        with FakeGame() as game:
+            async with serving(game.port, True) as server:
+                server.manager.places = Places(max_in_flight=12, holders=1, fair_share=2)  # shared: 6
+                await server.open("2025-06-18")
+                naps = [Answer() for _ in range(8)]
+                with anyio.fail_after(30):
+                    async with anyio.create_task_group() as tasks:
+                        for pending in naps:
+                            tasks.start_soon(server.call, {"name": "call_tool", "arguments": {"name": "nap"}}, pending)
+                        while _app(server).calls_in_flight < 8:  # its fair 2 and the shared 6
+                            await anyio.sleep(0.01)
+                        greedy = await server.call({"name": "describe_toolset", "arguments": {"name": "play"}})
+                        assert greedy.status == 503 and b"places beyond are all taken" in greedy.body
+                        other = another(server)
+                        await other.open("2025-06-18")  # a new agent gets in
+                        mine = await other.call({"name": "describe_toolset", "arguments": {"name": "play"}})
+                        assert mine.status == 200, mine.body
+                        for pending in naps:
+                            pending.leave()
+    run(main)
+
+
+def test_slow_bodies_count_against_their_session(monkeypatch: Any) -> None:
+    """Issue 38, item 10: a body that is slow to arrive holds a place of its own session's
+    (before: of the server's, so one token holder's slow POSTs starved every agent)."""
+    monkeypatch.setattr(sessions, "SESSION_REQUESTS", 2)
+
+    async def main() -> None:
+        with FakeGame() as game:
+            async with serving(game.port, True) as server:
+                server.manager.places = Places(max_in_flight=4, holders=1, fair_share=2)
+                server.gate.body_deadline_s = 30
+                await server.open("2025-06-18")
+                other = another(server)
+                await other.open("2025-06-18")
+                trickles = [Answer() for _ in range(3)]
+                headers = {"mcp-session-id": server.session, "mcp-protocol-version": "2025-06-18"}
+                with anyio.fail_after(30):
+                    async with anyio.create_task_group() as tasks:
+                        for answer in trickles[:2]:
+                            tasks.start_soon(slow_body, server, answer, headers)
+                        while server.manager.sessions[server.session].busy < 2:
+                            await anyio.sleep(0.01)
+                        await slow_body(server, trickles[2], headers)  # its own cap: refused at once
+                        assert trickles[2].status == 503 and b"this session has 2 requests" in trickles[2].body.lower()
+                        mine = await other.call({"name": "describe_toolset", "arguments": {"name": "play"}})
+                        assert mine.status == 200, mine.body
+                        tasks.cancel_scope.cancel()
+    run(main)
+
+
+def test_a_duplicate_request_id_is_refused_while_the_first_runs() -> None:
+    """Issue 38, item 11: a second request with the id of one in flight is refused (before:
+    one of them never got its answer, holding its place)."""
+    async def main() -> None:
+        with FakeGame() as game:
+            async with serving(game.port, True) as server:
+                await server.open("2025-06-18")
+                first = Answer()
+                with anyio.fail_after(30):
+                    async with anyio.create_task_group() as tasks:
+                        message = {"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                                   "params": {"name": "call_tool", "arguments": {"name": "nap"}}}
+                        tasks.start_soon(lambda: server.request("POST", message, answer=first))
+                        while not _running(server):
+                            await anyio.sleep(0.01)
+                        again = await server.request("POST", {**message, "params": {"name": "list_toolsets"}})
+                        assert again.status == 400
+                        (error,) = again.messages()
+                        assert error["id"] == 77 and "already in flight" in error["error"]["message"]
+                        first.leave()
+                session = server.manager.sessions[server.session]
+                assert session.busy == 0 and not session.ids
+                fine = await server.request("POST", {**message, "params": {"name": "list_toolsets", "arguments": {}}})
+                assert fine.status == 200  # the id is free again once its request ended
+    run(main)
+
+
+@pytest.mark.slow  # the expiry loop's first pause is long (5 s) before the test shortens the deadline
+def test_a_session_that_never_finishes_initializing_ends() -> None:
+    """Issue 38, item 10: a session that only sent initialize ends (before: it held one of
+    --max-sessions places for the whole idle time, 30 minutes)."""
+    async def main() -> None:
+        with FakeGame() as game:
+            async with serving(game.port, True) as server:
+                server.manager.init_deadline_s = 0.3
+                opened = await server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+                assert opened.status == 200
+                stalled = opened.headers["mcp-session-id"]
+                await server.open("2025-06-18")  # one that does finish
+                with anyio.fail_after(20):
+                    while stalled in server.manager.sessions:
+                        await anyio.sleep(0.05)
+                assert server.session in server.manager.sessions
+    run(main)

@@ -51,7 +51,7 @@ class HttpServer:
         parsed = urlparse(self.url)
         self.host, self.port = str(parsed.hostname), int(parsed.port or 0)
         token = environ.get("GAME_BRIDGE_TOKEN")
-        self.token = token or (self.home / "http" / "token").read_text().strip()
+        self.token = token or (self.home / "http" / f"token-{self.port}").read_text().split("\n")[0].strip()
 
     def _collect(self) -> None:
         assert self.proc.stderr is not None

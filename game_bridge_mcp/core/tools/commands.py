@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from ...contract import CLOCK, CONFIRMED_BY_FRAMES, CONFIRMED_BY_ID, PENDING, VIEW_FEATURE
-from ...errors import CommandFailed, GamePaused
+from ...errors import BridgeUsageError, CommandFailed, GamePaused
 from ...jsonio import as_int
 from ...wire.client import GameClient
 from .. import clock
@@ -99,9 +99,23 @@ def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | N
     return answer
 
 
+def refuse_other_sessions(host: Host, port: int, consequence: str) -> None:
+    """An instance another MCP session of this bridge launched is that session's alone
+    (--http): nothing ends it or reads its output from here, whichever tool asks."""
+    elsewhere = getattr(host.launcher(create=False), "launched_elsewhere", None)
+    if elsewhere is not None and elsewhere(port):
+        raise BridgeUsageError(
+            f"Port {port} was launched by another MCP session of this bridge, not by this one, so "
+            f"{consequence}. Only the session that launched it can stop it (its instances stop when that "
+            "session ends); launch an instance of your own with launch_instance.",
+            port=port, launchedBy="another session")
+
+
 def close_game(host: Host, port: int, grace_ms: Any = None) -> dict[str, Any]:
     """Ask the game on ``port`` to close and wait up to ``grace_ms`` (default 5000) for the
-    port to go quiet, which confirms it."""
+    port to go quiet, which confirms it. Refused for another MCP session's instance (``close``,
+    ``raw_command close`` and a game tool whose command is ``close`` all come here)."""
+    refuse_other_sessions(host, port, "close will not be sent to it")
     grace = 5000 if grace_ms is None else int(grace_ms)
     inst = host.instance(port)
     inst.client.health()  # a dead port is GameOffline, not a successful close

@@ -11,7 +11,7 @@ from ...errors import BridgeError, BridgeUsageError
 from ...manifest.reader import Manifest
 from .. import clock, ports
 from ..states.saving import start_journal
-from .commands import close_game
+from .commands import close_game, refuse_other_sessions
 from ..host import Host, Progress
 from .shapes import BOOL, INT, INT_OR_NULL, LIST, STR, STR_OR_NULL, answer, from_game
 from .unit import PORT, ToolDef, schema
@@ -142,21 +142,10 @@ STOP_ANSWER = answer("stop_instance's answer", {
 }, ("port", "stopped", "how", "pid", "exitCode", "stoppedInMs", "logFile"))
 
 
-def _refuse_other_sessions(bridge: Host, port: int, consequence: str) -> None:
-    """An instance another MCP session launched is that session's alone (--http)."""
-    elsewhere = getattr(bridge.launcher(create=False), "launched_elsewhere", None)
-    if elsewhere is not None and elsewhere(port):
-        raise BridgeUsageError(
-            f"Port {port} was launched by another MCP session of this bridge, not by this one, so "
-            f"{consequence}. Only the session that launched it can stop it (its instances stop when that "
-            "session ends); launch an instance of your own with launch_instance.",
-            port=port, launchedBy="another session")
-
-
 def stop_instance(bridge: Host, *, port: Any = None, grace_ms: Any = None) -> dict[str, Any]:
     target = bridge.resolve_port(port)
     launcher = bridge.launcher(create=False)
-    _refuse_other_sessions(bridge, target, "stop_instance will not signal it")
+    refuse_other_sessions(bridge, target, "stop_instance will not signal it")
     if launcher is None or not launcher.is_launched(target):
         raise BridgeUsageError(
             f"Port {target} was not launched by this bridge, so stop_instance will not signal it. "
@@ -186,7 +175,7 @@ LOG_ANSWER = answer("instance_log's answer", {
 def instance_log(bridge: Host, *, port: Any = None, lines: Any = None, since: Any = None) -> dict[str, Any]:
     target = bridge.resolve_port(port)
     launcher = bridge.launcher(create=False)
-    _refuse_other_sessions(bridge, target, "its captured output is not shown here")
+    refuse_other_sessions(bridge, target, "its captured output is not shown here")
     if launcher is None or not launcher.is_launched(target):
         raise BridgeUsageError(
             f"Port {target} was not launched by this bridge, so it has no captured output. "

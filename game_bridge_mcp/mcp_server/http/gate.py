@@ -1,5 +1,6 @@
-"""The door of the HTTP server: Host, Origin, the bearer token, the path, a POST body's size and
-deadline, and the cap on requests in flight (docs/http.md, "Who may call"). Plain ASGI."""
+"""The door of the HTTP server: Host, Origin, the bearer token, the path, a place for the request
+(the app's rule, places.py), and a POST body's size and deadline (docs/http.md, "Who may call").
+Plain ASGI."""
 
 from __future__ import annotations
 
@@ -7,17 +8,14 @@ import hmac
 import ipaddress
 import json
 import logging
-import os
-import secrets
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 import anyio
 
-from ...errors import BridgeUsageError
-from ...paths import TOKEN_FILENAME, http_dir
+from .places import MAX_REQUESTS_IN_FLIGHT
+from .token import FailedAttempts
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -27,67 +25,13 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-TOKEN_ENV = "GAME_BRIDGE_TOKEN"
-#: The shortest token accepted from the environment.
-MIN_TOKEN_CHARS = 16
 MCP_PATH = "/mcp"
 #: Largest request body (a JSON-RPC message; tool arguments are small).
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: How long a client may take to send a request body.
 BODY_DEADLINE_S = 10.0
-#: HTTP requests in flight at once (open notification streams not counted); past it, 503.
-MAX_REQUESTS_IN_FLIGHT = 256
 #: Scope key under which the buffered body travels to the session layer.
 BODY_KEY = "game_bridge.body"
-
-
-# ---------------------------------------------------------------------------- the token
-def _acceptable(token: str) -> bool:
-    return len(token) >= MIN_TOKEN_CHARS and all(33 <= ord(c) <= 126 for c in token)
-
-
-def server_token(environ: Mapping[str, str], registry_dir: Path | None, *, loopback: bool) -> tuple[str, Path | None]:
-    """The bearer token this server requires, and the file it was written to (None when
-    it came from ``GAME_BRIDGE_TOKEN``). A bind beyond loopback needs the token set
-    explicitly: a generated one would have to be carried to the other machine anyway,
-    and this way nobody exposes a bridge by accident."""
-    given = environ.get(TOKEN_ENV)
-    if given is not None and given.strip():
-        token = given.strip()
-        if not _acceptable(token):
-            raise BridgeUsageError(
-                f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} visible ASCII characters (no spaces); this one is "
-                f"{len(token)} long. Make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'.")
-        return token, None
-    if not loopback:
-        raise BridgeUsageError(
-            f"--http on an address other than loopback exposes the bridge to the network, so it needs {TOKEN_ENV} "
-            "set explicitly (a secret of at least 16 characters that the agents are given, e.g. "
-            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))').")
-    token = secrets.token_urlsafe(32)
-    directory = http_dir(environ, registry_dir)
-    path = directory / TOKEN_FILENAME if directory is not None else None
-    if path is not None:
-        try:
-            tmp = path.with_name(f".{TOKEN_FILENAME}.{os.getpid()}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(token + "\n")
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.warning("could not write the token to %s: %s", path, exc)
-            path = None
-    return token, path
-
-
-def read_token_file(environ: Mapping[str, str], registry_dir: Path | None) -> str | None:
-    """The token a local server generated, for ``call --url`` on this machine; None when there is none."""
-    directory = http_dir(environ, registry_dir)
-    try:
-        text = (directory / TOKEN_FILENAME).read_text(encoding="utf-8").strip() if directory is not None else ""
-    except OSError:
-        return None
-    return text or None
 
 
 # ---------------------------------------------------------------------------- addresses
@@ -193,6 +137,10 @@ class Gate:
         self.body_deadline_s = body_deadline_s
         self.max_in_flight = max_in_flight
         self.in_flight = 0
+        #: Requests refused for their token, logged at most every 10 s.
+        self.failed = FailedAttempts()
+        #: Told of every request that passed the door (the connection guard: it carries a token).
+        self.on_authorised: Callable[[Scope], None] | None = None
 
     def known_host(self, host: str) -> bool:
         return host in self.hosts or (bool(host) and _name_of(host) in self.names)
@@ -220,18 +168,20 @@ class Gate:
             await respond(send, 403, rpc_error("Invalid Origin header"))
             return
         if not self.authorised(scope):
+            client = scope.get("client")
+            self.failed.record(str(client[0]) if client else "?")
             await respond(send, 401, headers=[(b"www-authenticate", b"Bearer")])
             return
         if scope.get("path", "").rstrip("/") != MCP_PATH:
             await respond(send, 404, rpc_error(f"Not found: the MCP endpoint is {MCP_PATH}"))
             return
-        streaming = scope.get("method") == "GET"  # the notification stream stays open: not counted
-        if not streaming and self.in_flight >= self.max_in_flight:
-            await busy(send, "The bridge is overloaded: too many requests in flight. Retry shortly.", 1)
+        if self.on_authorised is not None:
+            self.on_authorised(scope)
+        refusal, release = self._admit(scope)
+        if refusal is not None:
+            await busy(send, refusal, 1)
             return
-        if not streaming:
-            self.in_flight += 1
-        try:
+        try:  # the place is held while the body arrives: a slow one costs its own holder's place
             if scope.get("method") == "POST":
                 body = await self._read_body(scope, receive, send)
                 if body is None:
@@ -241,8 +191,24 @@ class Gate:
                 receive = _replay(body, receive)
             await self.app(scope, receive, send)
         finally:
-            if not streaming:
-                self.in_flight -= 1
+            release()
+
+    def _admit(self, scope: Scope) -> tuple[str | None, Callable[[], None]]:
+        """A place for the request: the app's own rule (``app.admit``, per holder: the
+        session layer's), else one global cap; (why not, or None) and how to give it back."""
+        admit = getattr(self.app, "admit", None)
+        if admit is not None:
+            decided: tuple[str | None, Callable[[], None]] = admit(scope)
+            return decided
+        if scope.get("method") == "GET":  # the notification stream stays open: not counted
+            return None, _nothing
+        if self.in_flight >= self.max_in_flight:
+            return "The bridge is overloaded: too many requests in flight. Retry shortly.", _nothing
+        self.in_flight += 1
+
+        def release() -> None:
+            self.in_flight -= 1
+        return None, release
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
         """The whole body, or None once the client was answered (too large: 413; too slow: 408)."""
@@ -271,6 +237,10 @@ class Gate:
             await respond(send, 408, rpc_error(f"The request body did not arrive within {self.body_deadline_s:g} s"))
             return None
         return b"".join(chunks)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -21,10 +21,12 @@ from ...core.composites import Composite
 from ...errors import BridgeUsageError
 from ..adapter import BridgeServer
 from ..stdio.fastpath import DISABLE_ENV
-from .gate import MCP_PATH, Gate, allowed_hosts, is_loopback, server_token
+from .gate import MCP_PATH, Gate, allowed_hosts, is_loopback
+from .guard import ConnectionGuard, guarded
 from .owners import SharedLauncher
 from ..serving import Transport, run
 from .sessions import SessionManager
+from .token import TokenFile, choose_token
 
 log = logging.getLogger("game_bridge_mcp")
 
@@ -83,9 +85,12 @@ class HttpTransport(Transport):
         assert config.http is not None
         host, port = config.http
         loopback = is_loopback(host)
-        token, token_file = server_token(config.environ, config.registry_dir, loopback=loopback)
+        token, generated = choose_token(config.environ, loopback=loopback)
         self._sock = sock = _bind(host, port)
         bound = int(sock.getsockname()[1])
+        # written once the port is ours: a server that fails to bind leaves every other's file alone
+        self.token_file = TokenFile(config.environ, config.registry_dir)
+        token_file = self.token_file.write(bound, token) if generated else None
         from ...launch.launcher import Launcher
 
         shared = self.shared = SharedLauncher(lambda: Launcher(config))
@@ -97,15 +102,20 @@ class HttpTransport(Transport):
         self.manager = SessionManager(make_app, max_sessions=config.max_sessions, idle_s=config.session_idle_s,
                                       fast=config.environ.get(DISABLE_ENV) != "1")
         gate = Gate(self.manager, token=token, hosts=allowed_hosts(host, bound), names=config.allow_hosts)
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+        self.guard = ConnectionGuard()  # connections without an authenticated request: a deadline and a cap
+        gate.on_authorised = self.guard.authorised
         self._server = _QuietServer(uvicorn.Config(
-            gate, lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
+            gate, http=guarded(AutoHTTPProtocol, self.guard),
+            lifespan="off", log_config=None, access_log=False, ws="none", proxy_headers=False,
             server_header=False, limit_concurrency=CONNECTION_LIMIT, timeout_keep_alive=KEEP_ALIVE_S,
             timeout_graceful_shutdown=2))
 
         err = sys.stderr
         if token_file is not None:
             err.write(f"game-bridge-mcp: bearer token for this server (also in {token_file}, mode 0600): {token}\n")
-        elif token_file is None and not config.environ.get("GAME_BRIDGE_TOKEN", "").strip():
+        elif generated:
             err.write(f"game-bridge-mcp: bearer token for this server (not saved: no private directory): {token}\n")
         if not loopback:
             err.write(f"game-bridge-mcp: warning: listening on {host}, beyond this machine. HTTP is not encrypted: "
@@ -122,8 +132,13 @@ class HttpTransport(Transport):
 
     def shutdown(self) -> None:
         shared = getattr(self, "shared", None)
-        if shared is not None:
-            shared.shutdown()  # every session's instances, and the sessionless requests'
+        try:
+            if shared is not None:
+                shared.shutdown()  # every session's instances, and the sessionless requests'
+        finally:
+            token_file = getattr(self, "token_file", None)
+            if token_file is not None:
+                token_file.remove()
 
 
 def start_http_server(config: Config, *, composites: Sequence[Composite] = ()) -> int:

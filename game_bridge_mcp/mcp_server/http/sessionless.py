@@ -34,7 +34,7 @@ class Sessionless:
         self._scope: anyio.CancelScope | None = None
         self._ended: anyio.Event | None = None
         self._starting = anyio.Lock()
-        #: Sessionless requests in flight, and when the last one ended.
+        #: Sessionless requests in flight (counted by places.py), and when the last one ended.
         self.busy = 0
         self.last_used = clock()
 
@@ -73,11 +73,9 @@ class Sessionless:
                 self.app = await anyio.to_thread.run_sync(self._make_app, OWNER)
                 await tasks.start(self._serve)
                 log.info("sessionless requests: serving them (protocol %s)", _version(scope))
-        self.busy += 1
         try:
             await self._sdk.handle_request(scope, receive, send)
         finally:
-            self.busy -= 1
             self.last_used = self._clock()
 
     def idle_for(self, now: float) -> float:

@@ -19,6 +19,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from . import fast as httpfast
 from ..adapter import MAX_CALLS, PROTOCOL_VERSIONS, SESSIONLESS_VERSIONS, BridgeServer
 from .gate import BODY_KEY, Message, Receive, Scope, Send, busy, header, respond, rpc_error
+from .places import Holder, Openings, Places
 from .sessionless import Sessionless
 
 log = logging.getLogger("game_bridge_mcp")
@@ -31,6 +32,8 @@ UNSUPPORTED_VERSION_CODE = -32022
 SESSIONS_RETRY_AFTER_S = 5
 #: A session's requests in flight at once (its calls, as over stdio); past it, 503.
 SESSION_REQUESTS = MAX_CALLS
+#: A session that has not said notifications/initialized this long after its initialize ends.
+INIT_DEADLINE_S = 60.0
 
 
 @dataclass
@@ -43,8 +46,12 @@ class HttpSession:
     last_used: float
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     finished: anyio.Event = field(default_factory=anyio.Event)
-    #: Requests in flight other than the notification stream (GET).
+    #: Requests in flight other than the notification stream (GET), counted by places.py.
     busy: int = 0
+    #: When its initialize was answered (a session not initialized within INIT_DEADLINE_S ends).
+    opened: float = 0.0
+    #: The JSON-RPC ids of its requests in flight (one id is one request at a time).
+    ids: set[Any] = field(default_factory=set)
     #: The protocol version its ``initialize`` was answered with, once the client said
     #: ``notifications/initialized`` (until then no call is answered by the fast path).
     version: str | None = None
@@ -82,6 +89,10 @@ class SessionManager:
         self.sessionless = Sessionless(make_app, clock)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._opening = 0
+        #: Requests in flight: each session's, the sessionless ones', the openings' (places.py).
+        self.places = Places(holders=max_sessions)
+        self.openings = Openings()
+        self.init_deadline_s = INIT_DEADLINE_S
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -89,13 +100,16 @@ class SessionManager:
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             task_status.started()
-            interval = min(max(self.idle_s / 10, 0.05), 5.0)
             while True:
-                await anyio.sleep(interval)
+                await anyio.sleep(min(max(min(self.idle_s, self.init_deadline_s) / 10, 0.05), 5.0))
                 now = self._clock()
                 for session in list(self.sessions.values()):
                     if session.busy == 0 and now - session.last_used > self.idle_s:
                         log.info("session %s idle for %.0f s: ending it", session.id[:8], now - session.last_used)
+                        self.end(session)
+                    elif session.version is None and now - session.opened > self.init_deadline_s:
+                        log.info("session %s did not finish initializing within %.0f s: ending it",
+                                 session.id[:8], self.init_deadline_s)
                         self.end(session)
                 if self.sessionless.idle_for(now) > self.idle_s:
                     log.info("no sessionless request for %.0f s: stopping what they launched",
@@ -130,6 +144,29 @@ class SessionManager:
                 log.info("session %s ended", session.id[:8])
 
     # ------------------------------------------------------------------ requests
+    def admit(self, scope: Scope) -> tuple[str | None, Callable[[], None]]:
+        """A place for a request (the gate asks before its body is read, so a slow body holds
+        its own holder's place): (why not, or None) and how to give it back (places.py)."""
+        if scope.get("method") == "GET":  # the notification stream stays open: not counted
+            return None, _nothing
+        version = (header(scope, VERSION_HEADER) or "").strip()
+        wanted = header(scope, SESSION_HEADER)
+        if version in SESSIONLESS_VERSIONS:
+            holder: Holder = self.sessionless
+            cap, what = SESSION_REQUESTS, "the sessionless requests"
+        elif wanted is None:
+            holder, cap, what = self.openings, max(1, self.max_sessions), "the requests opening sessions"
+        else:
+            session = self.sessions.get(wanted)
+            if session is None:  # answered 404 at once
+                return None, _nothing
+            holder, cap, what = session, SESSION_REQUESTS, "this session"
+        refusal = self.places.refusal(holder, cap, what)
+        if refusal is not None:
+            return refusal, _nothing
+        place = self.places.take(holder)
+        return None, lambda: self.places.give_back(place)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         version = header(scope, VERSION_HEADER)
         if version is not None and version.strip() not in PROTOCOL_VERSIONS:
@@ -157,10 +194,6 @@ class SessionManager:
                 f"Mcp-Session-Id is not used with protocol {header(scope, VERSION_HEADER)}: its requests carry no "
                 "session. Send the request without it, or open a session with initialize and a 2025 version."))
             return
-        if self.sessionless.busy >= SESSION_REQUESTS:
-            await busy(send, f"{self.sessionless.busy} sessionless requests are in flight (the limit is "
-                       f"{SESSION_REQUESTS}). Retry when some have answered.", 1)
-            return
         assert self._tasks is not None, "SessionManager.run() is not running"
         await self.sessionless.handle(self._tasks, scope, receive, send)
 
@@ -179,7 +212,7 @@ class SessionManager:
         try:
             app = await anyio.to_thread.run_sync(self._make_app, session_id)
             session = HttpSession(session_id, StreamableHTTPServerTransport(mcp_session_id=session_id), app,
-                                  self._clock())
+                                  self._clock(), opened=self._clock())
             await self._tasks.start(self._serve, session)
         finally:
             self._opening -= 1
@@ -193,12 +226,23 @@ class SessionManager:
         """Answer a request of the session: a plain call on the fast path, anything else
         through its transport; returns the HTTP status answered with. Calls of this
         request that the client did not stay for are cancelled."""
-        counted = scope.get("method") != "GET"
-        if counted and session.busy >= SESSION_REQUESTS:
-            await busy(send, f"This session has {session.busy} requests in flight (the limit is "
-                       f"{SESSION_REQUESTS}). Retry when some have answered.", 1)
-            return 503
         body = scope.get(BODY_KEY)
+        pending = _request_ids(body)
+        repeated = pending & session.ids
+        if repeated:  # its answer would go to the first one's stream, or nowhere: refused
+            ident = sorted(repeated, key=str)[0]
+            await respond(send, 400, json.dumps({"jsonrpc": "2.0", "id": ident, "error": {
+                "code": -32600, "message": f"Request id {ident!r} is already in flight in this session: give each "
+                "request an id of its own while it runs."}}).encode())
+            return 400
+        session.ids |= pending
+        try:
+            return await self._answer(session, scope, receive, send, body, set(pending), opening)
+        finally:
+            session.ids -= pending
+
+    async def _answer(self, session: HttpSession, scope: Scope, receive: Receive, send: Send, body: bytes | None,
+                      pending: set[Any], opening: bool) -> int | None:
         if self.fast and not session.scope.cancel_called:
             call = httpfast.take(scope, body, session.version)
             if call is not None and call.ident not in session.fast:
@@ -207,7 +251,6 @@ class SessionManager:
                 running = session.fast.get(ident)
                 if running is not None:  # the SDK's transport answers the notification (and ignores it)
                     running.cancel("cancelled")
-        pending = _request_ids(body)
         status: int | None = None
 
         async def watch(message: Message) -> None:
@@ -222,13 +265,9 @@ class SessionManager:
                     session.answered_version = _protocol_version(chunk)
             await send(message)
 
-        if counted:
-            session.busy += 1
         try:
             await session.transport.handle_request(scope, receive, watch)
         finally:
-            if counted:
-                session.busy -= 1
             session.last_used = self._clock()
         if pending and (status is None or status < 400) and not session.transport.is_terminated:
             with anyio.CancelScope(shield=True):
@@ -243,11 +282,9 @@ class SessionManager:
         """A call answered by the fast path (``fast.py``), counted as the session's."""
         running = httpfast.Running()
         session.fast[call.ident] = running
-        session.busy += 1
         try:
             status = await httpfast.answer(session.app, session.id, call, running, receive, send)
         finally:
-            session.busy -= 1
             session.last_used = self._clock()
             del session.fast[call.ident]
             if not session.fast:
@@ -308,6 +345,10 @@ async def _unsupported(send: Send, version: str) -> None:
                    f"{', '.join(supported)}.",
         "data": {"supported": supported, "requested": version[:40]}}}).encode()
     await respond(send, 400, body)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _messages(body: Any) -> list[Any]:
