@@ -173,7 +173,8 @@ def test_actions_shaped_by_the_space_text_observations_and_reset_options(tmp_pat
         again = game.outcome(game.command("cmd=reset&seed=3", wait=False)["commandId"])
         assert again["ok"] is True and "error" not in game.doc("/state")["game"]
         check(game)
-    with served("--make-kwargs", '{"space": "multi"}', "gym_envs:GBTest/Corridor-v0", env=env) as game:
+    with served("--autoreset", "--seed", "5", "--make-kwargs", '{"space": "multi"}', "gym_envs:GBTest/Corridor-v0",
+                env=env) as game:
         schema = {t["name"]: t for ts in game.doc("/tools")["toolsets"] for t in ts["tools"]}["act"]["inputSchema"]
         assert schema["properties"]["action"]["items"] == {"type": "integer", "minimum": 0}
         assert "element i is 0 to nvec[i] - 1, nvec [3, 2]" in schema["properties"]["action"]["description"]
@@ -181,6 +182,28 @@ def test_actions_shaped_by_the_space_text_observations_and_reset_options(tmp_pat
         assert done["ok"] is True and done["result"]["action"] == [2, 1]
         out = game.outcome(game.command("cmd=act&action=" + q([3, 0]), wait=False)["commandId"])
         assert out["ok"] is False and "outside the action space" in out["error"]
+        # --autoreset: the frame after an episode ends starts the next (its seed drawn from --seed's)
+        run = game.outcome(game.command("cmd=act&frames=12&action=" + q([2, 1]), wait=False)["commandId"])["result"]
+        assert run["episode"] >= 2 and run["steps"] < 12, run
+        starts = [e for e in events(game) if e["m"] == "episode:start"]
+        assert starts[0]["seed"] == 5 and starts[1]["seed"] != 5 and len(starts) == run["episode"]
+
+
+def test_a_running_clock_steps_with_the_held_action_and_waits_without_one(tmp_path: Path) -> None:
+    from launch_helpers import wait_until
+
+    with served("--fps", "100", "gym_envs:GBTest/Corridor-v0", env=gym_env(tmp_path, paused=False)) as game:
+        assert wait_until(lambda: game.doc("/state")["simFrame"] >= 20, 20)
+        state = game.doc("/state")
+        assert state["paused"] is False and state["game"]["step"] == 0 and state["game"]["held"] is None  # no no-op
+        held = game.outcome(game.command("cmd=act&frames=5&action=" + q({"move": [0], "run": 0, "say": "a"}),
+                                         wait=False)["commandId"])
+        assert held["ok"] is True and held["result"]["steps"] == 5  # held for the next five frames
+        assert game.doc("/state")["game"]["step"] == 5
+    with served("--fps", "100", "--make-kwargs", '{"space": "box"}', "gym_envs:GBTest/Corridor-v0",
+                env=gym_env(tmp_path, paused=False)) as game:  # a Box space holding zero: its no-op
+        assert wait_until(lambda: game.doc("/state")["game"]["step"] >= 10, 20)
+        assert game.doc("/state")["game"]["held"] == [0.0, 0.0]
 
 
 def test_an_environment_that_raises_in_step_is_reported_and_the_wrapper_stays(tmp_path: Path) -> None:
