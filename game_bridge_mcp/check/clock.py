@@ -129,7 +129,7 @@ class ClockChecks(CheckSession):
         except Exception as exc:  # a BridgeError rendered, or an OS error
             render = getattr(exc, "render", None)
             self.report(FAIL, "clock: the game did not start with GAME_BRIDGE_START_PAUSED=1",
-                        render() if callable(render) else str(exc))
+                        str(render()) if callable(render) else str(exc))
             return
         base, self.base = self.base, f"http://127.0.0.1:{port}"
         try:

@@ -140,7 +140,7 @@ class ProtocolChecks(CheckSession):
         for title, detail in warnings:
             self.report(WARN, title, detail)
 
-    def _conventional_fields(self, doc: dict) -> tuple[list[str], list[tuple[str, str]]]:
+    def _conventional_fields(self, doc: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]]]:
         present: list[str] = []
         warnings: list[tuple[str, str]] = []
         if is_int(doc.get("frame")):

@@ -284,8 +284,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         return 0
     launcher = None
     try:
-        if ns.launch:
-            config = _declaration(ns, env)  # a missing or broken gamebridge.json: usage error
+        config = _declaration(ns, env) if ns.launch else None  # a missing or broken gamebridge.json: usage error
+        if config is not None:
             try:
                 launcher, target = _launch(config, env, out, err)
             except BridgeError as exc:
@@ -299,7 +299,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         checker = Checker(target, out=out, environ=env, timeout_ms=ns.timeout, grace_ms=ns.grace,
                           command=ns.command, command_args=ns.command_args, close=not ns.no_close,
                           registry_dir=ns.registry_dir)
-        if ns.launch:
+        if config is not None:
             checker.relaunch = _relauncher(config, env)
         checker.run()
         counts = checker.counts()

@@ -163,7 +163,9 @@ def play(bridge: Any, out: TextIO, *, seed: int, drops: int, port: int | None = 
           f"after {launched.get('readyInMs')} ms; its output goes to {launched.get('logFile')}")
 
     def call(name: str, arguments: Mapping[str, Any] | None = None, **top: Any) -> dict[str, Any]:
-        return bridge.run_tool("call_tool", {"port": port, "name": name, "arguments": dict(arguments or {}), **top})
+        answer: dict[str, Any] = bridge.run_tool("call_tool", {"port": port, "name": name,
+                                                              "arguments": dict(arguments or {}), **top})
+        return answer
 
     p.step(f"list_toolsets {{\"port\": {port}}}    # the rules, in the game's own words")
     toolsets = bridge.run_tool("list_toolsets", {"port": port})

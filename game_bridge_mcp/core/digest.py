@@ -31,16 +31,21 @@ def _short(value: Any) -> Any:
     return value
 
 
+def _short_text(text: str) -> str:
+    short: str = _short(text)
+    return short
+
+
 def event_text(event: Any) -> str | None:
     """``{"m": "merge:cherry"}`` or ``"merge:cherry"`` -> ``"merge:cherry"``."""
     if isinstance(event, str):
-        return _short(event)
+        return _short_text(event)
     if isinstance(event, (dict, Mapping)):
         m = event.get("m")
         if isinstance(m, _SCALARS) and m is not None:
-            return _short(str(m))
+            return _short_text(str(m))
         try:
-            return _short(json.dumps(event, separators=(",", ":"), default=str))
+            return _short_text(json.dumps(event, separators=(",", ":"), default=str))
         except (TypeError, ValueError, RecursionError):
             return None
     if isinstance(event, (int, float)) and not isinstance(event, bool):

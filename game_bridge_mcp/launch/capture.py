@@ -9,7 +9,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO, Any, Iterable
 
 from ..paths import LOG_KEEP, prune_files
 
@@ -211,7 +211,7 @@ class OutputCapture:
         with self._lock:
             return [text for _seq, text in list(self._ring)[-count:]] if count > 0 else []
 
-    def read(self, count: int, since: int | None) -> dict:
+    def read(self, count: int, since: int | None) -> dict[str, Any]:
         """``{"lines", "next", "dropped", "more"}``: without ``since`` the last ``count``
         lines; with it, up to ``count`` lines from line number ``since`` on, ``dropped``
         true when some of those had already left the ring. A cursor from the future (an

@@ -74,7 +74,7 @@ class LaunchedInstance:
     launch_id: str
     declaration: LaunchDeclaration
     command: str
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     leader: ProcRef
     tree: Tree
     lock: PortLock
@@ -94,7 +94,7 @@ class LaunchedInstance:
     exit_code: int | None = None
     exited: bool = False
     reaped_elsewhere: bool = False
-    stop_result: dict | None = None
+    stop_result: dict[str, Any] | None = None
     stop_lock: threading.Lock = field(default_factory=threading.Lock)
     #: How the tree is held together (its cgroup, or its keeper), see .hold.contain.
     plan: Plan = field(default_factory=lambda: Plan("none"))
@@ -205,7 +205,7 @@ class LaunchedInstance:
         already been collected by someone else."""
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
         if self.pidfd is not None and hasattr(os, "P_PIDFD"):
-            return os.waitid(os.P_PIDFD, self.pidfd, flags)  # type: ignore[attr-defined]
+            return os.waitid(os.P_PIDFD, self.pidfd, flags)
         return os.waitid(os.P_PID, self.proc.pid, flags)
 
     def leader_exited(self) -> bool:

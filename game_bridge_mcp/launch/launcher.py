@@ -106,7 +106,8 @@ class Launcher:
     @property
     def watcher_pid(self) -> int | None:
         """The reaper watcher's pid (None until the first launch)."""
-        return self._watcher.pid
+        pid: int | None = self._watcher.pid
+        return pid
 
     @property
     def locks_dir(self) -> Path:
@@ -121,14 +122,14 @@ class Launcher:
         with self._lock:
             return sorted(self._instances)
 
-    def info(self, port: int) -> dict | None:
+    def info(self, port: int) -> dict[str, Any] | None:
         """What the launcher knows of a tracked instance (for list_instances), or None."""
         with self._lock:
             inst = self._instances.get(port)
         return None if inst is None else inst.info()
 
     def launch(self, *, port: int | None = None, timeout_ms: int | None = None,
-               progress: ProgressCallback | None = None, env: Mapping[str, str] | None = None) -> dict:
+               progress: ProgressCallback | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Start the declared game on a free (or the given) port and return once
         ``GET /health`` answers ok: ``{"port", "pid", "name", "version", "cwd",
         "readyInMs", "logFile"}``. ``env``: variables for this launch only, over the
@@ -170,7 +171,7 @@ class Launcher:
                 self._discard(inst, term_s=STOP_TERM_S)
             raise
 
-    def stop(self, port: int, *, grace_ms: int = 3000) -> dict:
+    def stop(self, port: int, *, grace_ms: int = 3000) -> dict[str, Any]:
         """Close, then terminate, then kill the instance this bridge launched on ``port``:
         ``{"port", "stopped", "how", "pid", "exitCode", "stoppedInMs", "logFile"}`` with
         ``how`` one of "closed cleanly", "terminated", "killed" (or "already exited")."""
@@ -179,14 +180,14 @@ class Launcher:
             raise BridgeUsageError(f"graceMs must be a whole number of milliseconds between 0 and {MAX_GRACE_MS}, not {grace_ms!r}.")
         return self._stop_port(port, grace_ms=grace_ms, term_s=STOP_TERM_S)
 
-    def log(self, port: int, *, lines: int = 50, since: int | None = None) -> dict:
+    def log(self, port: int, *, lines: int = 50, since: int | None = None) -> dict[str, Any]:
         """The captured output of a launched instance: ``{"port", "lines", "next",
         "dropped", "more", "logFile", "running", "exitCode"}``. Pass ``since=<next>`` from
         a previous answer to read only what is new."""
-        lines = _whole(lines)  # type: ignore[assignment]
+        lines = _whole(lines)
         if not isinstance(lines, int) or lines < 0:
             raise BridgeUsageError(f"lines must be a whole number of 0 or more, not {lines!r}.")
-        since = _whole(since)  # type: ignore[assignment]
+        since = _whole(since)
         if since is not None and (not isinstance(since, int) or since < 0):
             raise BridgeUsageError(f"since must be a line number from a previous 'next' (0 or more), not {since!r}.")
         with self._lock:
@@ -331,13 +332,13 @@ class Launcher:
         log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
         return inst
 
-    def _wait_ready(self, inst: LaunchedInstance, timeout_ms: int, progress: ProgressCallback | None) -> dict:
+    def _wait_ready(self, inst: LaunchedInstance, timeout_ms: int, progress: ProgressCallback | None) -> dict[str, Any]:
         client = GameClient(inst.port, opener=self._opener, timeout_ms=1000)
         deadline = Deadline(timeout_ms / 1000.0, start=inst.started)
         next_report = inst.started + PROGRESS_INTERVAL_S
         last_problem = "nothing answered yet"
 
-        def ready() -> dict | None:
+        def ready() -> dict[str, Any] | None:
             """One look: the launch failed (raises), the game answers (its details), or not yet."""
             nonlocal last_problem, next_report
             if inst.stopping:
@@ -377,7 +378,7 @@ class Launcher:
                                     f"(last check: {last_problem})", timed_out=True)
         return details
 
-    def _ready(self, inst: LaunchedInstance, client: GameClient) -> dict:
+    def _ready(self, inst: LaunchedInstance, client: GameClient) -> dict[str, Any]:
         ready_ms = int((time.monotonic() - inst.started) * 1000)
         self._note_descendants(inst)
         holder, _pid = inst.port_holder()
@@ -410,7 +411,7 @@ class Launcher:
         with self._lock:
             return self._instances.get(inst.port) is inst
 
-    def _stop_port(self, port: int, *, grace_ms: int, term_s: float) -> dict:
+    def _stop_port(self, port: int, *, grace_ms: int, term_s: float) -> dict[str, Any]:
         with self._lock:
             inst = self._instances.get(port)
         if inst is None:
@@ -427,7 +428,7 @@ class Launcher:
         except Exception:  # shutdown must go on with the others
             log.exception("stopping the instance on port %d failed", inst.port)
 
-    def _stop_instance(self, inst: LaunchedInstance, *, grace_ms: int, term_s: float) -> dict:
+    def _stop_instance(self, inst: LaunchedInstance, *, grace_ms: int, term_s: float) -> dict[str, Any]:
         def stop() -> dict[str, Any]:
             t0 = time.monotonic()
             how, survivors, note = inst.end_tree(opener=self._opener, grace_ms=grace_ms, term_s=term_s)

@@ -111,7 +111,8 @@ class PortLock:
         if fd is None:
             return
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError:
             pass
         finally:

@@ -440,5 +440,5 @@ def reap_tree(tree: Tree, *, term_s: float, kill_s: float = 1.0) -> tuple[str | 
     return ("killed" if killed else "terminated" if sent else None), survivors
 
 
-__all__ = ["MARKER_KEY", "NOT_SIGNALLED", "ProcRef", "Tree", "cgroup_members", "descendants", "end_cgroup", "find_marked", "group_members", "marker_value",
+__all__ = ["psutil", "MARKER_KEY", "NOT_SIGNALLED", "ProcRef", "Tree", "cgroup_members", "descendants", "end_cgroup", "find_marked", "group_members", "marker_value",
            "has_pidfds", "identity_provable", "is_alive", "reap_tree", "ref_for", "send_signal", "signal_group", "wait_gone"]

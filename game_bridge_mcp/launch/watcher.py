@@ -64,7 +64,7 @@ class Records:
         #: Launches held by a keeper (.keeper), which ends its own tree when the bridge goes.
         self.kept: set[str] = set()
 
-    def apply(self, record: dict) -> None:
+    def apply(self, record: dict[str, Any]) -> None:
         op = record.get("op")
         ident = str(record.get("id", ""))
         if not ident:

@@ -40,7 +40,7 @@ class NoWatcher:
 
     pid = None
 
-    def send(self, record: dict) -> None:
+    def send(self, record: dict[str, Any]) -> None:
         pass
 
     def close(self, timeout_s: float = 2.0) -> None:
@@ -51,14 +51,14 @@ class _Launch:
     """The records in force for one launch id: its base records and its live children."""
 
     def __init__(self) -> None:
-        self.base: list[dict] = []
-        self.children: dict[tuple[int, float], dict] = {}
+        self.base: list[dict[str, Any]] = []
+        self.children: dict[tuple[int, float], dict[str, Any]] = {}
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         return [*self.base, *self.children.values()]
 
 
-def _encode(records: list[dict]) -> bytes:
+def _encode(records: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
 
 
@@ -72,7 +72,7 @@ class WatcherLink:
         self._cond = threading.Condition()
         self._launches: dict[str, _Launch] = {}
         self._pending: list[bytes] = []
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._ref: procs.ProcRef | None = None
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -91,7 +91,7 @@ class WatcherLink:
         return proc.pid if proc is not None else None
 
     # ------------------------------------------------------------------ the launcher's side
-    def send(self, record: dict) -> None:
+    def send(self, record: dict[str, Any]) -> None:
         """Record ``record`` and queue it for the watcher (starting one at the first
         record). Never blocks on the watcher."""
         ident = str(record.get("id"))
@@ -325,7 +325,7 @@ class WatcherLink:
         return True
 
     @staticmethod
-    def _kill(proc: subprocess.Popen, ref: Any) -> None:
+    def _kill(proc: subprocess.Popen[bytes], ref: Any) -> None:
         """End a watcher that cannot be talked to (SIGKILL: it reaps nothing on the way)."""
         if ref is not None:
             procs.send_signal(ref, signal.SIGKILL)

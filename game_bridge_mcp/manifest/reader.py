@@ -55,7 +55,7 @@ class ToolSpec:
     description: str  # sanitised, capped
     command: str  # the cmd sent to the game; defaults to name
     sync: bool  # False: the bridge must not wait for confirmation
-    input_schema: dict = field(hash=False)  # JSON Schema object (type "object")
+    input_schema: dict[str, Any] = field(hash=False)  # JSON Schema object (type "object")
     toolset: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,9 +90,9 @@ class Manifest:
     """A normalised manifest. ``source`` is ``game``, ``fallback`` or ``file``."""
 
     source: str
-    game: dict = field(hash=False)  # {"name": str|None, "version": str|None, "protocol": int|None}
+    game: dict[str, Any] = field(hash=False)  # {"name": str|None, "version": str|None, "protocol": int|None}
     toolsets: tuple[Toolset, ...]
-    passthrough: dict = field(hash=False)  # {"description": str, "examples": [str, ...]}
+    passthrough: dict[str, Any] = field(hash=False)  # {"description": str, "examples": [str, ...]}
     dropped: tuple[DroppedTool, ...] = ()
     problems: tuple[str, ...] = ()
 

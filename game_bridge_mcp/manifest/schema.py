@@ -303,7 +303,7 @@ def _arg_entries(args: Any) -> list[tuple[Any, Mapping[str, Any] | None]]:
 
 
 def args_to_schema(args: Any, *,
-                   reserved_args: frozenset[str] = RESERVED_ARG_NAMES) -> tuple[dict, list[str]]:
+                   reserved_args: frozenset[str] = RESERVED_ARG_NAMES) -> tuple[dict[str, Any], list[str]]:
     """The JSON Schema object for a tool's arguments, and notes on what was tolerated.
 
     Accepts an array of ``{name, type, description, required, default, enum, items}``
@@ -349,7 +349,7 @@ def _sanitise_schema_text(schema: Any) -> None:
             stack.extend(node)
 
 
-def verbatim_schema(value: Any, reserved_args: frozenset[str] = RESERVED_ARG_NAMES) -> dict:
+def verbatim_schema(value: Any, reserved_args: frozenset[str] = RESERVED_ARG_NAMES) -> dict[str, Any]:
     """A checked copy of a tool's own ``inputSchema``: plain JSON within the size and
     depth limits, of type ``object``, declaring no reserved argument, its prose
     sanitised. Raises :class:`ArgumentsError` (the reason to drop the tool) otherwise."""
@@ -371,7 +371,8 @@ def verbatim_schema(value: Any, reserved_args: frozenset[str] = RESERVED_ARG_NAM
                                  "reserves ('cmd' is the command on the wire, 'port' selects the "
                                  "instance)")
     _sanitise_schema_text(schema)
-    return schema
+    checked: dict[str, Any] = schema
+    return checked
 
 
 __all__ = ["ArgumentsError", "MAX_ARGS", "MAX_DEFAULT_BYTES", "MAX_ENUM", "MAX_ITEMS_DEPTH",

@@ -4,6 +4,9 @@ this package (``mcp_server/``)."""
 
 from __future__ import annotations
 
+# Built against both SDK majors: a `pyright: ignore` here marks a line written for the other one
+# (1.x's decorators, 2.x's Server(on_...=); SDK types built with camelCase keywords, which both accept).
+
 # SDK models are built with camelCase keywords, which 1.x requires and 2.x accepts (its
 # stubs name only the snake_case fields), and the 1.x decorator API is absent from 2.x's
 # stubs: the two error codes below are the price of one adapter for both majors.
@@ -53,9 +56,9 @@ def _protocol_versions() -> tuple[frozenset[str], frozenset[str]]:
     """The protocol versions the installed SDK serves: those of the ``initialize`` handshake
     (sessions), and the sessionless ones (2026-07-28 on: each request carries its own)."""
     try:
-        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS  # pyright: ignore[reportMissingImports]
     except ImportError:  # 1.x: handshake versions only
-        from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+        from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS  # pyright: ignore[reportMissingImports]
         return frozenset(SUPPORTED_PROTOCOL_VERSIONS), frozenset()
     return frozenset(HANDSHAKE_PROTOCOL_VERSIONS), frozenset(MODERN_PROTOCOL_VERSIONS)
 
@@ -85,8 +88,8 @@ _FLAT_OUTPUT = admitting_errors(FLAT_TOOL_OUTPUT)
 
 
 def _tool(defn: ToolDef) -> types.Tool:
-    return types.Tool(name=defn.name, title=defn.title, description=defn.description,
-                      inputSchema=defn.input_schema, outputSchema=_OUTPUT[defn.name],
+    return types.Tool(name=defn.name, title=defn.title, description=defn.description,  # pyright: ignore[reportCallIssue]
+                      inputSchema=defn.input_schema, outputSchema=_OUTPUT[defn.name],  # pyright: ignore[reportCallIssue]
                       annotations=types.ToolAnnotations(**defn.annotations()))
 
 
@@ -124,14 +127,15 @@ class BridgeServer:
             with warnings.catch_warnings():  # (see the filter above; a host may have reset the filters)
                 warnings.filterwarnings("ignore", message="The logging capability is deprecated")
                 self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS,
-                                     on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2,
-                                     on_set_logging_level=self._on_set_level_v2)
-            self.server.add_request_handler("server/discover", types.RequestParams, self._on_discover_v2)
+                                     on_list_tools=self._on_list_tools_v2, on_call_tool=self._on_call_tool_v2,  # pyright: ignore[reportCallIssue]
+                                     on_set_logging_level=self._on_set_level_v2)  # pyright: ignore[reportCallIssue]
+            self.server.add_request_handler("server/discover", types.RequestParams, self._on_discover_v2)  # pyright: ignore[reportAttributeAccessIssue]
         else:
             self.server = Server("game-bridge-mcp", version=__version__, instructions=INSTRUCTIONS)
-            self.server.list_tools()(self._list_tools_v1)
-            self.server.call_tool(validate_input=False)(self._call_tool_v1)
-            self.server.set_logging_level()(self._set_level_v1)
+            # SDK 1.x's decorator factories are untyped (2.x has none: its handlers go to Server()).
+            self.server.list_tools()(self._list_tools_v1)  # type: ignore[no-untyped-call, unused-ignore]
+            self.server.call_tool(validate_input=False)(self._call_tool_v1)  # pyright: ignore[reportAttributeAccessIssue]
+            self.server.set_logging_level()(self._set_level_v1)  # type: ignore[no-untyped-call, unused-ignore]
         if self.eager:  # advertise tools.listChanged however the server is run (stdio or in-memory)
             original = self.server.create_initialization_options
             self.server.create_initialization_options = functools.partial(  # type: ignore[method-assign]
@@ -164,11 +168,11 @@ class BridgeServer:
                 if isinstance(properties, dict) and "until" not in properties:  # call_tool's, beside its own
                     schema = {**schema, "properties": {**properties, "until": UNTIL}}
                     until.add(flat)
-                tools.append(types.Tool(
+                tools.append(types.Tool(  # pyright: ignore[reportCallIssue]
                     name=flat, title=f"{spec.name} on port {port}",
                     description=f"[{game} on port {port}, toolset {spec.toolset}] {spec.description}",
-                    inputSchema=schema, outputSchema=_FLAT_OUTPUT,
-                    annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))
+                    inputSchema=schema, outputSchema=_FLAT_OUTPUT,  # pyright: ignore[reportCallIssue]
+                    annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)))  # pyright: ignore[reportCallIssue]
         self._eager_tools, self._eager_until = mapping, until
         return tools
 
@@ -266,11 +270,11 @@ class BridgeServer:
         on the request's own stream (``request_id``: over HTTP its response stream, the
         only one a sessionless request has)."""
         self._session = session
-        progress = None
+        progress: Callable[[float, float | None, str], None] | None = None
         if progress_token is not None and session is not None:
             token = anyio.lowlevel.current_token()
 
-            def progress(done: float, total: float | None, message: str) -> None:
+            def send_progress(done: float, total: float | None, message: str) -> None:
                 try:
                     anyio.from_thread.run(functools.partial(
                         session.send_progress_notification, progress_token, float(done),
@@ -279,6 +283,7 @@ class BridgeServer:
                 except Exception:
                     log.debug("progress notification failed", exc_info=True)
 
+            progress = send_progress
         try:
             value = await self.in_worker(functools.partial(self.dispatch, name, arguments or {}, progress))
             return result_of(value, (name, arguments or {}))
@@ -328,11 +333,11 @@ class BridgeServer:
 
     # ------------------------------------------------------------------ SDK glue
     async def _list_tools_v1(self) -> list[types.Tool]:
-        self._remember_session(getattr(self.server.request_context, "session", None))
+        self._remember_session(getattr(self.server.request_context, "session", None))  # pyright: ignore[reportAttributeAccessIssue]
         return await self.list_tools()
 
     async def _call_tool_v1(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        ctx = self.server.request_context
+        ctx = self.server.request_context  # pyright: ignore[reportAttributeAccessIssue]
         meta = getattr(ctx, "meta", None)
         token = getattr(meta, "progressToken", None) if meta is not None else None
         self._remember_session(ctx.session)
@@ -359,15 +364,15 @@ class BridgeServer:
         version = getattr(ctx, "protocol_version", None)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The logging capability is deprecated")
-            capabilities = self.server.get_capabilities(
-                NotificationOptions(tools_changed=self.eager), protocol_version=version)
+            capabilities = self.server.get_capabilities(  # pyright: ignore[reportCallIssue]
+                NotificationOptions(tools_changed=self.eager), protocol_version=version)  # pyright: ignore[reportCallIssue]
         if version in SESSIONLESS_VERSIONS:
             capabilities.logging = None
-        return types.DiscoverResult(supported_versions=sorted(SESSIONLESS_VERSIONS), capabilities=capabilities,
+        return types.DiscoverResult(supported_versions=sorted(SESSIONLESS_VERSIONS), capabilities=capabilities,  # pyright: ignore[reportAttributeAccessIssue]
                                     instructions=INSTRUCTIONS)
 
     async def _set_level_v1(self, level: Any) -> None:
-        self._remember_session(getattr(self.server.request_context, "session", None))
+        self._remember_session(getattr(self.server.request_context, "session", None))  # pyright: ignore[reportAttributeAccessIssue]
         self.logs.set_level(str(level))
 
     async def _on_set_level_v2(self, ctx: Any, params: Any) -> types.EmptyResult:

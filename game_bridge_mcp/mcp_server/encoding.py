@@ -19,7 +19,7 @@ TOO_DEEP = "(nested too deeply for structuredContent; the text block has it whol
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
 #: A JSON string of a text, as ``json.dumps(text, ensure_ascii=False)`` writes it.
-quoted: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+quoted: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def dumps(value: Any) -> str:

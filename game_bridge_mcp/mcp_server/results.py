@@ -4,6 +4,9 @@ SDK writes; and the size cap every answer keeps (``ANSWER_LIMIT``)."""
 
 from __future__ import annotations
 
+# Built against both SDK majors: a `pyright: ignore` here marks a line written for the other one
+# (1.x's decorators, 2.x's Server(on_...=); SDK types built with camelCase keywords, which both accept).
+
 # SDK models are built with camelCase keywords, which 1.x requires and 2.x accepts.
 # mypy: disable-error-code="call-arg"
 
@@ -73,9 +76,9 @@ def result_of(value: dict[str, Any], asked: Asked | None = None) -> types.CallTo
 def result_of_parts(text: str, structured: Any, image: ImagePayload | None) -> types.CallToolResult:
     content: list[Any] = [types.TextContent(type="text", text=text)]
     if image is not None:
-        content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),
-                                          mimeType=image.mime))
-    return types.CallToolResult(content=content, structuredContent=structured, isError=False)
+        content.append(types.ImageContent(type="image", data=base64.b64encode(image.data).decode("ascii"),  # pyright: ignore[reportCallIssue]
+                                          mimeType=image.mime))  # pyright: ignore[reportCallIssue]
+    return types.CallToolResult(content=content, structuredContent=structured, isError=False)  # pyright: ignore[reportCallIssue]
 
 
 def call_result_line(ident: Any, outcome: dict[str, Any] | types.CallToolResult, asked: Asked | None = None) -> bytes:
@@ -136,4 +139,4 @@ def error_result(exc: BaseException) -> types.CallToolResult:
     except (TypeError, ValueError, RecursionError):
         data = {"error": data.get("error")}
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structuredContent=data, isError=True)
+                                structuredContent=data, isError=True)  # pyright: ignore[reportCallIssue]

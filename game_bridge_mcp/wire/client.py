@@ -256,7 +256,7 @@ class GameClient:
         return (self.timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
 
     # ----------------------------------------------------------------- endpoints
-    def health(self, *, timeout_ms: int | None = None) -> dict:
+    def health(self, *, timeout_ms: int | None = None) -> dict[str, Any]:
         """``GET /health``; raises GameOffline or NotAGameSurface."""
         sent = self._clock()
         response = self._request("/health", timeout_s=self._timeout_s(timeout_ms), max_bytes=HEALTH_MAX_BYTES)
@@ -279,7 +279,7 @@ class GameClient:
         return body
 
     def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-              digest: bool = False) -> dict:
+              digest: bool = False) -> dict[str, Any]:
         """``GET /state`` as a dict (a game that answers something else breaks the contract).
 
         ``digest``: the digest is all the caller needs, so a game that advertises ``view``
@@ -291,7 +291,7 @@ class GameClient:
                            max_bytes=max_bytes, view=view)
 
     def _state(self, path: str, *, timeout_s: float, max_bytes: int, view: bool = False,
-               held: bool = False) -> dict:
+               held: bool = False) -> dict[str, Any]:
         started = self._clock()
         response = self._request(path, timeout_s=timeout_s, max_bytes=max_bytes)
         arrived = self._clock()
@@ -320,7 +320,7 @@ class GameClient:
             raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/state")
         return body
 
-    def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict:
+    def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict[str, Any]:
         """``GET /state?after=<command_id>&waitMs=<wait_ms>`` (docs/contract.md, ``after``),
         with ``view=digest`` when ``view``: the state once the command is done, or after
         ``wait_ms``. What it took says nothing about what a /state costs."""
@@ -329,7 +329,7 @@ class GameClient:
 
     def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None = None, *,
                          timeout_ms: int | None = None, sync: bool = True, digest: bool = False,
-                         pending_ok: bool = False) -> dict:
+                         pending_ok: bool = False) -> dict[str, Any]:
         """Queue a command and wait until the game has applied it.
 
         Returns ``{"answer", "commandId", "confirmation", "state"}`` where ``state`` is a
@@ -397,7 +397,7 @@ class GameClient:
             raise NotAGameSurface(self.port, f"answered a page that {exc}", path="/events") from None
 
     def command(self, cmd: str, args: Mapping[str, Any] | None = None, *,
-                timeout_ms: int | None = None) -> dict:
+                timeout_ms: int | None = None) -> dict[str, Any]:
         """``GET /command?cmd=...&arg=...``: the raw answer (queued, not yet applied).
 
         Raises CommandRejected when the game refuses the command (its answer is the

@@ -28,7 +28,7 @@ class Confirmer:
         self.polling = Polling(requests, known, frames, clock=clock, sleep=sleep)
 
     def command_and_sync(self, cmd: str, args: Mapping[str, Any] | None, *, total_ms: int,
-                         sync: bool = True, digest: bool = False, pending_ok: bool = False) -> dict:
+                         sync: bool = True, digest: bool = False, pending_ok: bool = False) -> dict[str, Any]:
         """Queue a command and wait until the game has applied it (see
         :meth:`~.client.GameClient.command_and_sync`)."""
         known, requests = self._known, self._requests
@@ -62,7 +62,7 @@ class Confirmer:
         outcome["reportedCommandId"] = command_id
         return outcome
 
-    def confirm(self, job: Job) -> dict:
+    def confirm(self, job: Job) -> dict[str, Any]:
         """Wait for ``job``'s command: held with ``after`` when the game offers it (and
         keeps its rule), else polled."""
         known = self._known

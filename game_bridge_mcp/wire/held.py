@@ -3,7 +3,7 @@ command is done, and the game's rule checked (one caught breaking it is polled i
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ..contract import AFTER_FEATURE, MAX_HOLD_MS, PENDING, VIEW_FEATURE
 from ..errors import CommandTimeout, GameOffline
@@ -32,7 +32,7 @@ class Held:
         self._known = known
         self._clock = clock
 
-    def confirm(self, job: Job) -> dict | None:
+    def confirm(self, job: Job) -> dict[str, Any] | None:
         """The outcome, or None when the game broke the rule (the caller confirms by
         polling). ``waitMs`` leaves a little of the deadline for the answer's transfer, so
         even a game that holds for all of ``waitMs`` when the command is long done

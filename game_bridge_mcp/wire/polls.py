@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from ..contract import CONFIRMED_BY_ID, VIEW_FEATURE
 from ..errors import CommandTimeout, GameOffline
@@ -49,7 +49,7 @@ class Poll(Protocol):
     """One kind of poll: what it asks, and the longest pause between two of them."""
 
     def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
-             cheap: bool) -> dict | None:
+             cheap: bool) -> dict[str, Any] | None:
         """A /state snapshot worth judging, or None (not yet). ``base_frame``: the frame
         the confirmation counts from; ``state_frame``: the frame of the last /state fetched
         for it; ``cheap``: whether /state counted as cheap when this poll began."""
@@ -62,7 +62,7 @@ class HealthPoll:
     """``/health`` carries ``completedCommandId``: poll it until it reports the command."""
 
     def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
-             cheap: bool) -> dict | None:
+             cheap: bool) -> dict[str, Any] | None:
         known, requests = polling.known, polling.requests
         assert job.command_id is not None
         if not state_is_tiny(known, job.digest):
@@ -87,7 +87,7 @@ class StatePoll:
     advance, ``/health`` first says whether a frame after the command's has begun."""
 
     def look(self, polling: "Polling", job: Job, base_frame: int | None, state_frame: int | None,
-             cheap: bool) -> dict | None:
+             cheap: bool) -> dict[str, Any] | None:
         requests = polling.requests
         if base_frame is not None and (not cheap or polling.frames.period_s is not None):
             # Polls land near frame starts, where an early one should cost only a tiny
@@ -122,9 +122,9 @@ class Polling:
         """The kind of poll to ask now."""
         return HEALTH if self.known.health_has_completed_id and command_id is not None else STATE
 
-    def confirm(self, job: Job) -> dict:
+    def confirm(self, job: Job) -> dict[str, Any]:
         interval = 0.0
-        last: dict = {}
+        last: dict[str, Any] = {}
         base_frame = job.queued_frame
         plan = self.frame_plan(job.queued_frame, self.clock(), job.digest)
         if plan is not None:  # the command runs on a later frame: no use asking sooner
@@ -158,7 +158,7 @@ class Polling:
             pause, interval = self.next_wait(job.queued_frame, interval, job.command_id, now, job.digest)
             self._naps.nap(min(pause, job.deadline - now))
 
-    def _look(self, job: Job, base_frame: int | None, state_frame: int | None) -> dict | None:
+    def _look(self, job: Job, base_frame: int | None, state_frame: int | None) -> dict[str, Any] | None:
         """One poll step: a /state snapshot worth checking, or None (not yet).
 
         ``state_frame`` is the frame of the last /state fetched for this command: without

@@ -25,15 +25,15 @@ PENDING_FRAMES = 3
 class Requests(Protocol):
     """The game's endpoints a confirmation asks (the GameClient's, which learn from every answer)."""
 
-    def health(self, *, timeout_ms: int | None = None) -> dict: ...
+    def health(self, *, timeout_ms: int | None = None) -> dict[str, Any]: ...
 
     def state(self, *, timeout_ms: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-              digest: bool = False) -> dict: ...
+              digest: bool = False) -> dict[str, Any]: ...
 
-    def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict: ...
+    def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict[str, Any]: ...
 
     def command(self, cmd: str, args: Mapping[str, Any] | None = None, *,
-                timeout_ms: int | None = None) -> dict: ...
+                timeout_ms: int | None = None) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -48,18 +48,18 @@ class Job:
     queued_frame: int | None
     deadline: float
     total_ms: int
-    answer: dict
+    answer: dict[str, Any]
     digest: bool = False
     pending: bool = False
 
-    def outcome(self, confirmation: str, state: dict) -> dict:
+    def outcome(self, confirmation: str, state: dict[str, Any]) -> dict[str, Any]:
         return {"answer": self.answer, "commandId": self.command_id, "confirmation": confirmation, "state": state}
 
 
 class Strategy(Protocol):
     """One way to see a command applied."""
 
-    def confirm(self, job: Job) -> dict | None:
+    def confirm(self, job: Job) -> dict[str, Any] | None:
         """The outcome (``{"answer", "commandId", "confirmation", "state"}``), or None when
         the game broke the rule this way relies on (the caller confirms another way).
         Raises CommandTimeout when the deadline passes first."""
@@ -73,7 +73,7 @@ def remaining_ms(deadline: float, clock: Callable[[], float]) -> int:
     return max(1, math.ceil((deadline - clock()) * 1000))
 
 
-def verdict(job: Job, base_frame: int | None, state: dict, known: Known) -> dict | None:
+def verdict(job: Job, base_frame: int | None, state: dict[str, Any], known: Known) -> dict[str, Any] | None:
     """What one snapshot says of the command: the outcome, None (not yet), or a
     CommandTimeout raised for a game that restarted meanwhile. A job that may wait for
     the clock is answered ``pending`` once its game stays paused PENDING_FRAMES frames on."""

@@ -182,6 +182,17 @@ def test_list_and_dict_arguments_are_json_values_with_the_schema_the_command_giv
             assert status == 400 and fragment in body["error"], (bad, body)
 
 
+def test_list_and_dict_arguments_may_say_their_items_as_typed_code_does() -> None:
+    """``list[float]`` and ``dict[str, Any]`` (what mypy --strict asks for) are a JSON array and object."""
+    def aim(force: list[float], where: dict[str, Any] | None = None) -> None: ...
+
+    bridge = GameBridge(register=False)
+    bridge.command(aim)
+    schema = tools(bridge)["aim"]["inputSchema"]
+    assert schema["properties"]["force"]["type"] == "array" and schema["properties"]["where"]["type"] == "object"
+    assert schema["required"] == ["force"]
+
+
 def wide_choice(x: Annotated[str, Arg(choices=[f"c{i}" for i in range(257)])]) -> None: ...
 def json_choice(x: Annotated[list, Arg(choices=[1])]) -> None: ...
 def json_type_in_schema(x: Annotated[list, Arg(schema={"type": "string"})]) -> None: ...

@@ -60,6 +60,7 @@ def test_the_lazy_names_are_declared_to_type_checkers_as_the_modules_they_come_f
                     declared[alias.name] = "." * stmt.level + (stmt.module or "")
     lazy = game_bridge_mcp._LAZY  # type: ignore[attr-defined]
     assert declared == lazy
+    assert set(lazy) <= set(game_bridge_mcp.__all__)
     assert set(game_bridge_mcp.__all__) <= set(dir(game_bridge_mcp))
     for name in game_bridge_mcp.__all__:
         assert getattr(game_bridge_mcp, name) is not None, name

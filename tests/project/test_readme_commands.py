@@ -68,7 +68,8 @@ EXEMPT_PAGES = {"docs/performance.md"}
 #: What the test block's pytest runs here (the whole suite is .ci/run's).
 INNER_TESTS = "tests/project/test_layout.py tests/cli/test_cli_help.py"
 #: The test extra's packages, as imported.
-TEST_EXTRA_MODULES = ("pytest", "pytest_timeout", "mypy", "pygame", "PIL", "gymnasium", "ale_py", "minigrid", "nle", "crafter")
+TEST_EXTRA_MODULES = ("pytest", "pytest_timeout", "xdist", "mypy", "pygame", "PIL", "playwright", "gymnasium",
+                      "ale_py", "minigrid", "nle", "crafter", "jsonschema", "uv")
 
 
 @dataclass

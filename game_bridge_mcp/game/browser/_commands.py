@@ -48,8 +48,8 @@ def _parameters(args: Mapping[str, Any]) -> list[inspect.Parameter]:
             raise ValueError(f"argument {name!r} has type {spec.get('type')!r}; the types are {', '.join(TYPES)}")
         choices = spec.get("enum")
         declared = Arg(description=str(spec.get("description") or "") or None,
-                       minimum=spec.get("minimum") if isinstance(spec.get("minimum"), (int, float)) else None,
-                       maximum=spec.get("maximum") if isinstance(spec.get("maximum"), (int, float)) else None,
+                       minimum=low if isinstance(low := spec.get("minimum"), (int, float)) else None,
+                       maximum=high if isinstance(high := spec.get("maximum"), (int, float)) else None,
                        choices=tuple(choices) if isinstance(choices, list) and choices else None)
         default = spec["default"] if "default" in spec else inspect.Parameter.empty
         params.append(inspect.Parameter(str(name), inspect.Parameter.KEYWORD_ONLY, default=default,

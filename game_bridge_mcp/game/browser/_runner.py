@@ -17,7 +17,8 @@ from ..wrapper.main import Cli, main as wrapper_main
 from ..wrapper.serve import Late, Say, add_commands, assemble, drive, start
 from ..wrapper.options import launch_seed
 from ._files import HOST as FILES_HOST
-from ._options import COMMAND_LINE, ROW, USAGE, Options, Target, UsageError, declaration, resolve_target, start_date
+from ..wrapper.options import UsageError
+from ._options import COMMAND_LINE, ROW, USAGE, Options, Target, declaration, resolve_target, start_date
 
 log = logging.getLogger(__name__)
 say = Say(ROW.name)

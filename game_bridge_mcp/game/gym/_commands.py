@@ -84,7 +84,7 @@ def register(bridge: GameBridge, engine: Engine) -> None:
 
     def reset(seed: Annotated[int, Arg(f"The episode's seed, 0 to {MAX_SEED} (default: the next of the run's "
                                        "seeds, drawn from --seed).", minimum=0, maximum=MAX_SEED)] = None,  # type: ignore[assignment]
-              options: Annotated[dict, Arg("The environment's reset options, a JSON object.")] = None  # type: ignore[assignment]
+              options: Annotated[dict[str, Any], Arg("The environment's reset options, a JSON object.")] = None  # type: ignore[assignment]
               ) -> dict[str, Any]:
         """Start a new episode: env.reset(seed, options). The same seed gives the same episode for
         the same actions."""

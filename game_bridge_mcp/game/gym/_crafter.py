@@ -42,8 +42,9 @@ class Crafter(gym.Env[np.ndarray, np.int64]):
         if seed is not None:  # Crafter seeds each episode's world from (its seed, the episode's number)
             self.game._seed = int(seed)  # noqa: SLF001 - the seed Crafter takes only when made
             self.game._episode = 0  # noqa: SLF001
-        self._last = self.game.reset()
-        return self._last, {}
+        last = self.game.reset()
+        self._last = last
+        return last, {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, reward, done, info = self.game.step(int(action))

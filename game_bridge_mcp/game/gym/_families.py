@@ -426,7 +426,9 @@ class Nle(Family):
         if "message" in obs:
             out["message"] = bytes(obs["message"]).split(b"\0", 1)[0].decode("latin-1")[:256]
         if "blstats" in obs:
-            from nle import nethack
+            from nle import nethack as compiled
+
+            nethack: Any = compiled  # its NLE_BL_* constants come from a compiled module type checkers cannot read
 
             stats = obs["blstats"]
             for key, index in (("hp", nethack.NLE_BL_HP), ("maxHp", nethack.NLE_BL_HPMAX),

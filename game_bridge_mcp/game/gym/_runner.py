@@ -13,7 +13,8 @@ from ..._version import __version__
 from ..wrapper.input import TOOLSET, key_command
 from ..wrapper.main import Cli, main as wrapper_main
 from ..wrapper.serve import Late, Say, assemble, drive, start
-from ._options import COMMAND_LINE, ROW, USAGE, Options, UsageError, check_env_id, declaration
+from ..wrapper.options import UsageError
+from ._options import COMMAND_LINE, ROW, USAGE, Options, check_env_id, declaration
 
 log = logging.getLogger(__name__)
 say = Say(ROW.name)
@@ -174,7 +175,7 @@ def _description(env_id: str, env: Any, family: Any) -> str:
             "action for that many steps (on a paused game it runs them at once and answers with their reward); "
             f"{actions}. reset {{seed}} starts an episode. /state game: episode, step, reward, totalReward, terminated, "
             "truncated, lives, info, observation; ui.text shows the screen as text where it has one, screenshots "
-            "the rgb_array rendering. Events: episode:start, episode:end, life:lost, reward." + family.description())
+            "the rgb_array rendering. Events: episode:start, episode:end, life:lost, reward." + str(family.description()))
 
 
 def _on_signals(bridge: Any) -> None:

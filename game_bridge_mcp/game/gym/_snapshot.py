@@ -14,7 +14,7 @@ import json
 import struct
 import zlib
 from dataclasses import fields
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ...jsonio import decode_json
 from . import _spaces
@@ -60,10 +60,10 @@ class Snapshots:
                                   "book": engine.book_data(), "keysDown": list(engine.held_keys),
                                   "hold": _hold_data(engine.hold), "typed": [_spaces.to_json(a) for a, _h in engine.typed],
                                   "wrappers": _wrapper_scalars(engine.env)}
-        native = getattr(engine.family, "native_save", None)
+        native: Any = getattr(engine.family, "native_save", None)
         if engine.journal is None and callable(native):
             header["how"] = "native"
-            sections.update(native(book.step))
+            sections.update(cast("dict[str, bytes]", native(book.step)))  # the family's save: named sections
             screen = engine.picture()
             if screen is not None:
                 height, width = int(screen.shape[0]), int(screen.shape[1])

@@ -224,7 +224,7 @@ def scalars(info: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, np.ndarray) and value.size == 1 and value.ndim == 0:
             value = value.item()
         elif hasattr(value, "value") and hasattr(value, "name") and isinstance(getattr(value, "value"), (int, str)):
-            value = value.name  # an enum (NetHack's end_status)
+            value = getattr(value, "name")  # an enum (NetHack's end_status)
         if isinstance(value, float) and not math.isfinite(value):
             value = None
         if isinstance(value, (bool, int, float)) or value is None or (isinstance(value, str) and len(value) <= 200):

@@ -230,7 +230,7 @@ def _docstring_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
         match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
         if match and (entry_indent is None or indent <= entry_indent):
             entry_indent = indent if entry_indent is None else entry_indent
-            current = match.group(1)
+            current = str(match.group(1))
             arg_help[current] = match.group(2).strip()
         elif current is not None and entry_indent is not None and indent > entry_indent:
             arg_help[current] = (arg_help[current] + " " + stripped).strip()
@@ -361,6 +361,8 @@ def spec_from_function(func: Callable[..., Any], *, name: str | None = None,
         declared = _merge(declared, given.get(param.name, Arg()))  # and args= beats both
         if annotation is param.empty or annotation is Any:
             annotation = type(default) if type(default) in TYPE_NAMES else str
+        if typing.get_origin(annotation) in (list, dict):  # list[float], dict[str, Any]: a JSON array, object
+            annotation = typing.get_origin(annotation)
         if annotation not in TYPE_NAMES:
             raise TypeError(f"Command {command_name!r}: argument {param.name!r} has type {annotation!r}; "
                             "the kit supports int, float, bool, str, Literal of those, and list and dict "

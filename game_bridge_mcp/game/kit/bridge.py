@@ -9,13 +9,14 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, overload
 
 from ...contract import (AFTER_FEATURE, CLOCK, DESCRIPTION_CHARS, EVENTS_FEATURE, PROTOCOL, RESULTS, SCREENSHOT,
                          SCREENSHOT_FEATURE, VIEW_FEATURE)
 from . import loop as _loop
 from .args import Arg, spec_from_function
-from .clock import CLOCK_COMMANDS, START_PAUSED_ENV, Clock, clock_commands, start_paused
+from ...contract import CLOCK_COMMANDS
+from .clock import START_PAUSED_ENV, Clock, clock_commands, start_paused
 from .commands import CommandQueue, CommandTable, builtin_specs
 from .events import DEFAULT_EVENT_BUFFER, DEFAULT_STATE_EVENTS, EventLog
 from ..server.http import RouteAnswer, json_bytes
@@ -30,6 +31,8 @@ from .state import RawJson, encode_state, state_document
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: A screenshot capture function (see :meth:`GameBridge.screenshot`), kept as its own type by the decorator.
+C = TypeVar("C", bound=Callable[..., Any])
 StateFn = Callable[[], Mapping[str, Any]]
 
 #: Default number of recent events published in ``/state``.
@@ -116,10 +119,20 @@ class GameBridge:
         self._serving.posts = self._snapshots = snapshot_service(self, snapshot, bool(clock))
 
     # ------------------------------------------------------------------ registration
-    def command(self, func: F | None = None, *, name: str | None = None,
+    @overload
+    def command(self, func: F, /, *, name: str | None = None, description: str | None = None,
+                toolset: str | None = "play", sync: bool = True, args: Mapping[str, "str | Arg"] | None = None,
+                listed: bool = True) -> F: ...
+
+    @overload
+    def command(self, func: None = None, /, *, name: str | None = None, description: str | None = None,
+                toolset: str | None = "play", sync: bool = True, args: Mapping[str, "str | Arg"] | None = None,
+                listed: bool = True) -> Callable[[F], F]: ...
+
+    def command(self, func: F | None = None, /, *, name: str | None = None,
                 description: str | None = None, toolset: str | None = "play",
                 sync: bool = True, args: Mapping[str, "str | Arg"] | None = None,
-                listed: bool = True) -> Any:
+                listed: bool = True) -> F | Callable[[F], F]:
         """Register a command (usable bare, ``@bridge.command``, or with options).
 
         The function's name (or ``name``), its docstring summary (or ``description``)
@@ -151,9 +164,17 @@ class GameBridge:
         """Describe a toolset (say what a caller reaches for it to do)."""
         self._table.describe(name, description)
 
-    def screenshot(self, capture: Capture | None = None, *,
+    @overload
+    def screenshot(self, capture: C, /, *, window: Callable[[], tuple[int, int] | None] | None = None,
+                   wait_s: float = SCREENSHOT_WAIT_S) -> C: ...
+
+    @overload
+    def screenshot(self, capture: None = None, /, *, window: Callable[[], tuple[int, int] | None] | None = None,
+                   wait_s: float = SCREENSHOT_WAIT_S) -> Callable[[C], C]: ...
+
+    def screenshot(self, capture: C | None = None, /, *,
                    window: Callable[[], tuple[int, int] | None] | None = None,
-                   wait_s: float = SCREENSHOT_WAIT_S) -> Any:
+                   wait_s: float = SCREENSHOT_WAIT_S) -> C | Callable[[C], C]:
         """Serve ``/screenshot`` from ``capture`` (also a decorator, ``@bridge.screenshot``).
 
         ``capture()`` (or ``capture(max_width, max_height)``) runs on the game thread
@@ -165,7 +186,7 @@ class GameBridge:
         request waits for the game's next frame before a 503. See :mod:`.screenshot`.
         """
 
-        def register(target: Capture) -> Capture:
+        def register(target: C) -> C:
             self._screenshots = Screenshots(target, window=window, wait_s=wait_s, on_request=self._wake_if_paused)
             self._routes[SCREENSHOT] = self._screenshots.answer
             self.advertise(SCREENSHOT_FEATURE)

@@ -164,8 +164,7 @@ class Screenshots:
         by_size: dict[tuple[int, int], list[_Request]] = {}
         for request in requests:
             by_size.setdefault((request.max_width, request.max_height), []).append(request)
-        if not self._takes_size:
-            source, error = self._call()
+        source, error = (None, None) if self._takes_size else self._call()
         for (max_width, max_height), group in by_size.items():
             if self._takes_size:
                 source, error = self._call(max_width, max_height)

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from .commands import PROTOCOL
+from ...contract import PROTOCOL
 from ..server.http import KitHttpServer, PostRoute, Route
 
 log = logging.getLogger(__name__)

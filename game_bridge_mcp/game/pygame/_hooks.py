@@ -205,7 +205,7 @@ class Wrapper:
 
     def _cache_display(self) -> None:
         surface = self.pg.display.get_surface()
-        self._window = tuple(surface.get_size()) if surface is not None else None  # type: ignore[assignment]
+        self._window = tuple(surface.get_size()) if surface is not None else None
         caption = self.pg.display.get_caption()
         self._caption = str(caption[0]) if caption else ""
 

@@ -178,7 +178,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
     timeout = IDLE_TIMEOUT_S  # each socket operation's; the table's deadlines are shorter
     disable_nagle_algorithm = True
-    server: "KitHttpServer"
+    server: "KitHttpServer"  # pyright: ignore[reportIncompatibleVariableOverride]  # the server it is made for
     conn: Connection | None = None
 
     def handle(self) -> None:

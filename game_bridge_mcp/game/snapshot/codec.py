@@ -306,7 +306,7 @@ def _decoded(item: Any, count: int, live: Live) -> tuple[Any, ...]:
             return ("random", cls, _random_state(item[2]), _attrs(item[3], count))
         if tag == "o":
             cls = live.cls(item[1], object, "object")
-            if not plain_class(cls) or cls.__new__ is not object.__new__ or is_kit(cls):
+            if not plain_class(cls) or getattr(cls, "__new__") is not object.__new__ or is_kit(cls):  # (a class's own __new__ is typed apart from object's)
                 raise Refused(f"an object of class {cls.__qualname__}, which is not made of data alone")
             slots = item[3]
             if not isinstance(slots, dict) or not all(isinstance(k, str) and type(v) is int and 0 <= v < count

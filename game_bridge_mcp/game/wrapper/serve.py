@@ -95,6 +95,7 @@ class Engine(Protocol):
 
     def frames_to_due(self) -> int:
         """Frames until input is due (a run of frames stops there)."""
+        ...
 
     def idle(self) -> None:
         """Paused, nothing owed: whatever the engine does while held."""

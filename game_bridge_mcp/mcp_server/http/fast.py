@@ -191,6 +191,7 @@ async def answer(app: BridgeServer, session_id: str, call: Call, running: Runnin
                     running.cancel("disconnect")
                 return
 
+    status: int | None = None
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(watch_disconnect)
         app.calls_in_flight += 1
@@ -199,7 +200,7 @@ async def answer(app: BridgeServer, session_id: str, call: Call, running: Runnin
         finally:
             app.calls_in_flight -= 1
             done = True
-        status: int | None = 200
+        status = 200
         if chunks is not None:
             await _send_json(send, chunks, session_id)
         elif running.why == "cancelled":  # the SDK's answer to a cancelled request's POST

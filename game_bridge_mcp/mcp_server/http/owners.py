@@ -119,17 +119,17 @@ class SessionLaunches:
                 record["launchNote"] = ("launched by another MCP session of this bridge: only that session can "
                                         "stop it (its instances stop when it ends)")
 
-    def info(self, port: int) -> dict | None:
+    def info(self, port: int) -> dict[str, Any] | None:
         launcher = self.shared.started()
         return None if launcher is None else launcher.info(port)
 
     # ------------------------------------------------------------------ what Bridge does
-    def launch(self, **kwargs: Any) -> dict:
+    def launch(self, **kwargs: Any) -> dict[str, Any]:
         with self._lock:
             if self._closed:
                 raise BridgeUsageError("This MCP session has ended; connect again to launch instances.")
         launcher = self.shared.launcher()
-        result: dict = launcher.launch(**kwargs)
+        result: dict[str, Any] = launcher.launch(**kwargs)
         port = int(result["port"])
         self.shared.claim(port, self.session)
         with self._lock:
@@ -139,15 +139,15 @@ class SessionLaunches:
             raise BridgeUsageError("This MCP session ended while the instance booted; it was stopped again.")
         return result
 
-    def stop(self, port: int, *, grace_ms: int = 3000) -> dict:
+    def stop(self, port: int, *, grace_ms: int = 3000) -> dict[str, Any]:
         self._own(port)
-        result: dict = self.shared.launcher().stop(port, grace_ms=grace_ms)
+        result: dict[str, Any] = self.shared.launcher().stop(port, grace_ms=grace_ms)
         self.shared.release(port, self.session)
         return result
 
-    def log(self, port: int, **kwargs: Any) -> dict:
+    def log(self, port: int, **kwargs: Any) -> dict[str, Any]:
         self._own(port)
-        result: dict = self.shared.launcher().log(port, **kwargs)
+        result: dict[str, Any] = self.shared.launcher().log(port, **kwargs)
         return result
 
     def _own(self, port: int) -> None:

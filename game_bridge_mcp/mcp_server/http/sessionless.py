@@ -74,7 +74,8 @@ class Sessionless:
                 await tasks.start(self._serve)
                 log.info("sessionless requests: serving them (protocol %s)", _version(scope))
         try:
-            await self._sdk.handle_request(scope, receive, send)
+            sdk: Any = self._sdk
+            await sdk.handle_request(scope, receive, send)
         finally:
             self.last_used = self._clock()
 
