@@ -240,7 +240,7 @@ def encode_order(command: list[str] | str, shell: bool, spare: list[str]) -> byt
     """What the bridge writes on the keeper's stdin: the byte length of what follows, a
     newline, then NUL-separated ``argv`` or ``shell``, the number of spare texts, the spare
     texts and the command's words (no NUL can be in any of them: exec would refuse it)."""
-    words = [command] if shell else list(command)
+    words: list[str] = [command] if isinstance(command, str) else list(command)
     payload = "\0".join(["shell" if shell else "argv", str(len(spare)), *spare, *words]).encode()
     return str(len(payload)).encode() + b"\n" + payload
 

@@ -71,7 +71,7 @@ class ConnectionGuard:
 def guarded(base: type, guard: ConnectionGuard) -> type:
     """uvicorn's HTTP protocol class ``base``, its connections reported to ``guard``."""
 
-    class Guarded(base):  # type: ignore[valid-type,misc]
+    class Guarded(base):  # type: ignore[valid-type, misc, unused-ignore]
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._guard_key = tuple(self.client) if getattr(self, "client", None) else None
