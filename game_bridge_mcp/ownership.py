@@ -123,7 +123,7 @@ def way_problems(path: Path | str, uid: int) -> Iterator[Problem]:
             info = None  # not there (yet): whoever controls the folder could still put it there
         if held.st_uid not in (uid, 0):
             yield (f"it is reached through {current}, owned by {describe_user(held.st_uid)}, who may replace "
-                   "anything in it", f"move it somewhere of your own")
+                   "anything in it", "move it somewhere of your own")
         if others_can_write(held, uid):
             if not held.st_mode & stat.S_ISVTX:
                 where = "it is in" if entry == target else f"it is reached through {entry}, in"

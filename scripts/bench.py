@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchkit  # noqa: E402
-from bench_clients import (TOOL, CFloor, FloorClient, InProcess, NodeFloor, Procs, PyFloor, StdioServer,  # noqa: E402
+from bench_clients import (CFloor, FloorClient, InProcess, NodeFloor, Procs, PyFloor, StdioServer,  # noqa: E402
                            peak_rss_mb, reset_peak_rss)
 
 #: The extensions a ``--no-ext`` game neither advertises nor honours.
@@ -431,7 +431,7 @@ def bench_sizes(procs: Procs, args: argparse.Namespace, rng: random.Random) -> d
     floor = PyFloor()  # the floors decode the state, as the bridge must without view
     node = None if args.no_node_floor else NodeFloor.build(procs, HOME)
     floors: list[Any] = [floor] + ([node] if node is not None else [])
-    for (kb, variant, spec), port in zip(specs, ports):
+    for (kb, variant, _spec), port in zip(specs, ports):
         calls = max(3, args.calls // 2 if kb < 1024 else args.calls // 5 if kb < 8192 else args.calls // 10)
         modes: dict[str, Mode] = {**floor_modes(floors, port, variant == "ext"),
                                   "bridge": lambda p=port: inproc.call(p) and None,

@@ -265,7 +265,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     wrapper: Wrapper | None = None
     try:
         readies, floor_launches = [], []
-        for index in range(rounds):  # the last wrapper stays open for the rest
+        for _index in range(rounds):  # the last wrapper stays open for the rest
             floor_launches.append(floor_launch(browser, url))
             if wrapper is not None:
                 wrapper.close()

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if sys.argv[1:2] != ["_serve"]:  # a server imports the kit its PYTHONPATH names (--before)

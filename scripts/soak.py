@@ -326,7 +326,7 @@ def soak(seconds: float, kill_every_s: float = KILL_BRIDGE_EVERY_S, cycles: int 
                 continue
             counts["launches"] += 1
             port = launched["port"]
-            for index in range(20):
+            for _index in range(20):
                 answer = server.tool("call_tool", {"port": port, "name": "get_state"})
                 counts["calls"] += 1
                 counts["errors"] += bool(answer.get("isError"))

@@ -164,7 +164,7 @@ class Bridge:
                 result: dict[str, Any] = clean_answer(self._run_tool(name, arguments, progress=cleaned))
             return result
         except BaseException as exc:
-            raise clean_error(exc)
+            raise clean_error(exc)  # noqa: B904 - the same error, cleaned, keeps its own context
 
     def _run_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
                   progress: Progress | None) -> dict[str, Any]:
@@ -176,10 +176,12 @@ class Bridge:
             host: Host = self  # what a tool's handler is given of the Bridge (mypy checks it is)
             return tool.run(host, check_arguments(name, tool.input_schema, arguments), progress=progress)
         except GameOffline as exc:  # name what does answer, so a mistyped port can be corrected
-            if exc.port in self.launched_ports():  # a game of ours that exited: say so, with its output
-                exc = ports.with_exit(exc, lambda: self.launcher().log(exc.port, lines=ports.EXIT_LINES))
-            exc = ports.with_launch_advice(exc, self.config)
-            raise ports.with_known_instances(exc, lambda: self._known_instances(exc.port)) from None
+            port = exc.port
+            offline = exc
+            if port in self.launched_ports():  # a game of ours that exited: say so, with its output
+                offline = ports.with_exit(offline, lambda: self.launcher().log(port, lines=ports.EXIT_LINES))
+            offline = ports.with_launch_advice(offline, self.config)
+            raise ports.with_known_instances(offline, lambda: self._known_instances(port)) from None
 
     # ------------------------------------------------------------------ launcher
     def launcher(self, *, create: bool = True) -> Any:

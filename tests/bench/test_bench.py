@@ -42,7 +42,7 @@ def test_quick_mode_reports_every_figure_and_reaps_its_processes(tmp_path: Path)
 
     latency = results["latency"]
     assert set(latency) == {"1 kHz", "1 kHz no ext", "60 Hz", "60 Hz no ext"}
-    for label, entry in latency.items():
+    for _label, entry in latency.items():
         modes = ["floor", "bridge", "stdio"] + (["afterFloor"] if entry["extensions"] else [])
         for mode in modes:
             assert entry[mode]["median"] > 0 and entry[mode]["p95"] >= entry[mode]["median"]

@@ -23,7 +23,7 @@ from game_bridge_mcp.errors import BridgeUsageError
 from game_bridge_mcp.game import GameBridge
 from game_bridge_mcp.game.kit.args import Arg
 from kit_helpers import looping
-from loop_helpers import app_for, bridge_for, call, error_text, handmade_game
+from loop_helpers import app_for, bridge_for, call, handmade_game
 from mcp_harness import connect, data
 
 pytestmark = pytest.mark.timeout(90)
@@ -134,7 +134,7 @@ def test_pending_commands_are_bounded_and_the_bridge_keeps_serving() -> None:
     with handmade_game(start_paused=True) as game:
         bridge = bridge_for(game.port)
         try:
-            for n in range(MAX_PENDING):
+            for _n in range(MAX_PENDING):
                 assert bridge.run_tool("call_tool", {"name": "key", "arguments": {"key": "a"}})["pending"] is True
             with pytest.raises(BridgeUsageError) as info:
                 bridge.run_tool("call_tool", {"name": "key", "arguments": {"key": "b"}})

@@ -290,7 +290,6 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    import psutil
 
     from peers.kitfakes import child_env, free_port
 

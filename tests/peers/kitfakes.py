@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
-from ports import free_port  # re-exported for the tests that take it from here
+from ports import free_port as free_port  # re-exported for the tests that take it from here
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -92,7 +92,7 @@ class SocketlessGame:
 
     def tick(self) -> None:
         self.frame += 1
-        for cid, cmd, args in self.queue:
+        for cid, cmd, _args in self.queue:
             if cmd == "drop":
                 self.score += 10
             self.completed = cid

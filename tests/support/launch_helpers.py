@@ -23,7 +23,7 @@ import pytest
 from game_bridge_mcp.config import Config
 from game_bridge_mcp.launch.launcher import Launcher
 from game_bridge_mcp.launch.declaration import load_declaration
-from ports import free_port, free_range  # re-exported: the suite's ports are the OS's (support/ports.py)
+from ports import free_port as free_port, free_range as free_range  # re-exported: the OS gives the suite its ports
 
 HERE = Path(__file__).resolve().parents[1]
 GAME = HERE / "peers" / "games" / "game.py"

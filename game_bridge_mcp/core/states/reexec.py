@@ -17,7 +17,7 @@ from ...jsonio import as_int
 from ...polling import Deadline, poll_until
 from ...wire.client import GameClient
 from .journal import NOT_REPLAYED, Sent
-from .store import Seen, comparable
+from .store import Seen
 
 #: How long one step may take beyond the command timeout, per frame.
 STEP_ALLOWANCE_S = 0.05

@@ -15,7 +15,6 @@ from typing import Any
 
 from ...contract import SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_LOAD
 from ...errors import BridgeError, BridgeUsageError
-from ...jsonio import as_int
 from ...wire import snapshots as wire
 from .. import clock
 from . import file as statefile

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from ...config import check_port
 from ...contract import BRIDGE_TOOLSET, condition_properties

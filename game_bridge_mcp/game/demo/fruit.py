@@ -219,7 +219,7 @@ class FruitMerge:
         seen: list[str] = []
         twin = self._clone(lambda message, **_fields: seen.append(message))
         score_before, mark, spawned, lands = twin.score, 0, False, None
-        for frames in range(1, FORECAST_FRAMES + 1):
+        for frames in range(1, FORECAST_FRAMES + 1):  # noqa: B007 - read after the loop
             queued = len(twin.pending_drops)
             if queued == 1 and not spawned:
                 score_before, mark = twin.score, len(seen)

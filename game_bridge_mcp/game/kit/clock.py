@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable, Protocol
 
 from .args import Arg, CommandSpec, spec_from_function
 from .outcomes import Pending
-from ...contract import CLOCK, CLOCK_COMMANDS, ENV_START_PAUSED, MAX_STEP_FRAMES
+from ...contract import CLOCK, ENV_START_PAUSED, MAX_STEP_FRAMES
 
 #: Environment variable that starts a game with the clock paused.
 START_PAUSED_ENV = ENV_START_PAUSED

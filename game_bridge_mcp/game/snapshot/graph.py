@@ -125,7 +125,7 @@ def find_roots(callables: Iterable[Any]) -> dict[str, Slot]:
         elif not isinstance(fn, types.FunctionType) and callable(fn) and not isinstance(fn, (type, *_RESOURCES)) \
                 and not is_kit(fn):
             roots.setdefault(f"object:{type(fn).__module__}:{type(fn).__qualname__}", Slot("self", fn))
-            todo.append(getattr(type(fn), "__call__", None))
+            todo.append(getattr(type(fn), "__call__", None))  # noqa: B004 - the class's __call__ function, to follow into
             continue
         if not isinstance(fn, types.FunctionType) or id(fn) in seen:
             continue

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
 from ...contract import SNAPSHOT_ID, SNAPSHOT_LOADED_EVENT, SNAPSHOT_MAX_BYTES, SNAPSHOTS_KEPT
 from ...jsonio import decode_json

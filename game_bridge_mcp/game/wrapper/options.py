@@ -34,7 +34,7 @@ class Options:
     help: bool = False
 
 
-O = TypeVar("O", bound=Options)
+O = TypeVar("O", bound=Options)  # noqa: E741 - the options' type variable
 #: An option that takes a value: it checks the value and sets it on the options.
 Setter = Callable[[Any, str], None]
 #: What reads the game's name (and, for some wrappers, the game's own words after it): it
