@@ -119,20 +119,19 @@ class LaunchedInstance:
                 Containment.release(plan)
                 raise
         while True:
-            args, shell, stdin = Containment.popen_args(plan, command, use_shell, decl.spare)
+            args, shell, stdin, keep_fds = Containment.popen_args(plan, command, use_shell, decl.spare)
             try:
                 with parent.spawning() as own:  # registered before anyone could reap it as adopted
                     proc = subprocess.Popen(
                         args, shell=shell, cwd=str(decl.cwd), env=env,
                         stdin=stdin, stdout=log_fd if detached else subprocess.PIPE,
-                        stderr=subprocess.STDOUT, close_fds=True, start_new_session=True)
+                        stderr=subprocess.STDOUT, close_fds=True, pass_fds=keep_fds, start_new_session=True)
                     own.add(proc.pid)
             except BaseException:
+                Containment.spawned(plan, stdin)
                 Containment.release(plan)
                 raise
-            finally:
-                if stdin != subprocess.DEVNULL:
-                    os.close(stdin)
+            Containment.spawned(plan, stdin)
             if Containment.started(plan, proc.pid):
                 break
             # The cgroup would not take it: its gate closed unopened, it ran nothing. Again, kept.
@@ -210,11 +209,16 @@ class LaunchedInstance:
 
     def leader_exited(self) -> bool:
         """Whether the direct child has exited (its status, if it could be read, is
-        then in ``exit_code``). Observed without reaping it, so its pid stays ours."""
+        then in ``exit_code``). Observed without reaping it, so its pid stays ours. Under a
+        keeper, the command it runs: the keeper says when that has exited, and how."""
         if self.exited:
             return True
         if self.proc.returncode is not None:  # reaped by release()
             self.exited, self.exit_code = True, self.proc.returncode
+            return True
+        done, code = Containment.leader_exit(self.plan)
+        if done:  # under a keeper, which said the command itself has exited
+            self.exited, self.exit_code = True, code
             return True
         if not _HAS_WAITID:  # pragma: no cover - platforms without waitid: reap normally
             code = self.proc.poll()

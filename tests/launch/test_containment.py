@@ -32,27 +32,40 @@ HOLDINGS = [pytest.param("cgroup", marks=pytest.mark.skipif(BASE is None, reason
             "keeper"]
 
 
+#: The bridges this test started (the drivers; the test process is one too).
+BRIDGES: set[int] = set()
+
+
 @pytest.fixture(autouse=True)
 def no_cgroup_left() -> Iterator[None]:
-    """Every cgroup a launch makes is gone at the end (a system change must not stay)."""
-    before = set(os.listdir(BASE)) if BASE else set()
+    """Every cgroup this test's bridges make is gone at the end (a system change must not
+    stay). Only theirs: other bridges of this machine (other test runs) make theirs too."""
+    BRIDGES.clear()
+    BRIDGES.add(os.getpid())
     yield
     if BASE is None:
         return
-    left = [os.path.join(BASE, name) for name in set(os.listdir(BASE)) - before if name.startswith(cgroups.PREFIX)]
-    if wait_until(lambda: not [path for path in left if os.path.exists(path)], 5):
+
+    def ours() -> list[str]:
+        return [os.path.join(BASE, name) for name in os.listdir(BASE) if name.startswith(cgroups.PREFIX)
+                and name[len(cgroups.PREFIX):].split("-", 1)[0] in {str(pid) for pid in BRIDGES}]
+
+    if wait_until(lambda: not ours(), 5):
         return
-    for path in left:  # what this test made: ended and removed, then the test fails
+    left = ours()
+    for path in left:  # what this test's bridges made: ended and removed, then the test fails
         cgroups.kill(path)
         cgroups.remove(path)
     pytest.fail(f"cgroups left behind: {left}")
 
 
 def start_driver(tmp_path: Path, guard: ProcessGuard, declaration: Path, holding: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    driver = subprocess.Popen(
         [PYTHON, str(DRIVER), "--config", str(declaration), "--registry-dir", str(tmp_path / "home" / "instances"),
          "--containment", holding, "--watcher-log", str(tmp_path / "watcher.log")],
         env=guard.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    BRIDGES.add(driver.pid)
+    return driver
 
 
 def launched(driver: subprocess.Popen) -> dict[str, Any]:
@@ -279,3 +292,28 @@ def test_the_keeper_reports_a_signal_as_the_signal(tmp_path: Path, launchers: La
         launcher.launch()
     assert "killed by SIGABRT" in str(info.value)
     assert getattr(info.value, "fields", {}).get("exitCode") == -signal.SIGABRT
+
+
+@pytest.mark.parametrize("holding", [*HOLDINGS, "none"])
+def test_a_start_script_that_exits_leaving_its_game_is_judged_by_its_own_code(
+        tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard, holding: str) -> None:
+    """Under a keeper too (which the game left behind keeps alive), the command's own exit is
+    what counts: 0 with the game running is a start script, anything else a failed launch."""
+    write_declaration(tmp_path, "--boot-delay", "0.5")
+    decl = tmp_path / "gamebridge.json"
+    doc = json.loads(decl.read_text())
+    game = " ".join(doc["launch"].pop("argv"))
+    for code in (3, 0):
+        doc["launch"]["command"] = f"{game} & exit {code}"
+        decl.write_text(json.dumps(doc))
+        launcher = launchers(decl, containment=holding)
+        if code:
+            with pytest.raises(Exception) as info:
+                launcher.launch()
+            assert "exited with code 3" in str(info.value), info.value
+            assert wait_until(lambda: not guard.recorded(), 5)
+        else:
+            port = launcher.launch()["port"]
+            info_now = launcher.info(port)
+            assert info_now is not None and info_now["running"] is True
+            assert launcher.stop(port, grace_ms=1000)["stopped"] is True

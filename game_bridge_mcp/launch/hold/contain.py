@@ -53,6 +53,13 @@ class Plan:
     base: str | None = None
     gate: int | None = None
     control: int | None = None
+    #: A keeper's report of the command's own exit (its wait status, one line), read here.
+    status: int | None = None
+    #: That pipe's other end, the keeper's, until the keeper has started.
+    status_end: int | None = None
+    #: The command's exit as the keeper reported it (negative: the signal), once it has.
+    leader_code: int | None = None
+    leader_done: bool = False
 
     def record(self) -> dict[str, Any]:
         """What the watcher is told about it (with the launch record)."""
@@ -166,17 +173,18 @@ class Containment:
 
     @staticmethod
     def popen_args(plan: Plan, command: Sequence[str] | str, use_shell: bool,
-                   spare: Sequence[str]) -> tuple[Sequence[str] | str, bool, int]:
-        """``(args, shell, stdin)`` to start ``command`` with under ``plan`` (the gate or the
-        keeper in front of it; stdin the read end of its pipe, which the caller closes)."""
+                   spare: Sequence[str]) -> tuple[Sequence[str] | str, bool, int, tuple[int, ...]]:
+        """``(args, shell, stdin, pass_fds)`` to start ``command`` with under ``plan`` (the
+        gate or the keeper in front of it; stdin the read end of its pipe, and ``pass_fds``
+        the keeper's end of its report pipe, which :meth:`spawned` closes)."""
         if plan.mode == NONE:
-            return command, use_shell, subprocess.DEVNULL
+            return command, use_shell, subprocess.DEVNULL, ()
         read_end, write_end = os.pipe()
         if plan.mode == CGROUP:
             plan.gate = write_end
             if use_shell:
-                return ["/bin/sh", "-c", GATE_SHELL, "sh", str(command)], False, read_end
-            return ["/bin/sh", "-c", GATE_ARGV, "sh", *command], False, read_end
+                return ["/bin/sh", "-c", GATE_SHELL, "sh", str(command)], False, read_end, ()
+            return ["/bin/sh", "-c", GATE_ARGV, "sh", *command], False, read_end, ()
         plan.control = write_end
         data = encode_order(str(command) if use_shell else list(command), use_shell, list(spare))
         if _prefill(write_end, data) != len(data):
@@ -184,7 +192,41 @@ class Containment:
                 _close(fd)
             plan.control = None
             raise OSError(errno.E2BIG, "the command is too long to hand to its keeper")
-        return [sys.executable, "-I", "-S", str(KEEPER_SCRIPT)], False, read_end
+        plan.status, plan.status_end = os.pipe()
+        os.set_blocking(plan.status, False)
+        return ([sys.executable, "-I", "-S", str(KEEPER_SCRIPT), "--status-fd", str(plan.status_end)], False,
+                read_end, (plan.status_end,))
+
+    @staticmethod
+    def spawned(plan: Plan, stdin: int) -> None:
+        """The process is started (or could not be): close what it took of ours."""
+        if stdin != subprocess.DEVNULL:
+            _close(stdin)
+        _close(plan.status_end)
+        plan.status_end = None
+
+    @staticmethod
+    def leader_exit(plan: Plan) -> tuple[bool, int | None]:
+        """Under a keeper: ``(True, code)`` once it has reported that the command itself
+        exited (negative: the signal), ``(False, None)`` until then (or under no keeper)."""
+        if not plan.leader_done and plan.status is not None:
+            try:
+                line = os.read(plan.status, 64)
+            except OSError:  # nothing yet (EAGAIN)
+                line = None
+            if line == b"":  # closed unsaid: the keeper itself ended first, and says it as it exits
+                _close(plan.status)
+                plan.status = None
+            elif line is not None:
+                plan.leader_done = True
+                text = line.strip()
+                if text.isdigit():
+                    status = int(text)
+                    plan.leader_code = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
+                                        else -os.WTERMSIG(status) if os.WIFSIGNALED(status) else None)
+                _close(plan.status)
+                plan.status = None
+        return plan.leader_done, plan.leader_code
 
     @staticmethod
     def started(plan: Plan, pid: int) -> bool:
@@ -212,6 +254,9 @@ class Containment:
         plan.gate = None
         _close(plan.control)
         plan.control = None
+        for fd in (plan.status, plan.status_end):
+            _close(fd)
+        plan.status = plan.status_end = None
         if plan.cgroup is not None:
             if not cgroups.remove(plan.cgroup, evacuate_to=plan.base):
                 log.warning("could not remove the cgroup %s", plan.cgroup)

@@ -8,7 +8,11 @@ children, and exits once the command has exited and nothing but spared processes
 below it, with the command's own status (exit code, or the same signal), so the bridge sees
 it as it would the command (docs/launching.md, "Reaping").
 
-    python -I -S keeper.py        (stdin: the order, see :func:`encode_order`)
+    python -I -S keeper.py [--status-fd N]   (stdin: the order, see :func:`encode_order`)
+
+With ``--status-fd``, the command's own wait status is written there, one line, the moment
+it exits, so the bridge knows it even while processes it left behind keep the keeper alive
+(a start script that exits, its game still running).
 
 What to run comes in on the pipe, not the command line, so that the keeper's own command
 line never matches what the game's or a spared process's would (``pgrep -f``, ``spare``).
@@ -137,8 +141,9 @@ def descendants_of_me_now(pid: int) -> set[int]:
 class Keeper:
     """One launched command and everything below it."""
 
-    def __init__(self, command: list[str] | str, shell: bool, spare: list[str]) -> None:
+    def __init__(self, command: list[str] | str, shell: bool, spare: list[str], report: int | None = None) -> None:
         self.spare = spare
+        self.report = report  # where the command's own exit is said, the moment it is known
         self.control = 0  # stdin: the bridge's pipe
         self.leader: int | None = None
         self.status: int | None = None  # the command's wait status once it has exited
@@ -168,6 +173,13 @@ class Keeper:
                 return True
             if pid == self.leader:
                 self.status = status
+                if self.report is not None:
+                    try:
+                        os.write(self.report, f"{status}\n".encode())
+                    except OSError:
+                        pass
+                    os.close(self.report)
+                    self.report = None
 
     def only_spared_left(self) -> bool:
         return all(spared(pid, self.spare) for pid in descendants())
@@ -279,13 +291,17 @@ def read_order(fd: int) -> tuple[list[str] | str, bool, list[str]]:
 def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _ignore)
+    report = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--status-fd" and sys.argv[2].isdigit():
+        report = int(sys.argv[2])
+        os.set_inheritable(report, False)  # the command is not to hold it open
     command, shell, spare = read_order(0)
     if _early:  # stopped before anything ran: run nothing, and end as the command would have
         mirror(_early[0] & 0x7F)
     if not _become_subreaper():
         sys.stderr.write("game-bridge keeper: could not become a child subreaper; running the command anyway\n")
     try:
-        keeper = Keeper(command, shell, spare)
+        keeper = Keeper(command, shell, spare, report)
     except OSError as exc:
         sys.stderr.write(f"game-bridge keeper: the command could not be started: {exc}\n")
         os._exit(127)
