@@ -163,6 +163,10 @@ class ProtocolChecks(CheckSession):
             else:
                 warnings.append(("/state paused is not a boolean", f"It is {show_value(doc['paused'])}."))
         ui = doc.get("ui")
+        if "screen" in doc and not (isinstance(ui, dict) and "screen" in ui):
+            warnings.append(("/state has a top-level screen, which the bridge does not read",
+                             "Put it in ui.screen (docs/contract.md): list_instances, the digests and wait_for "
+                             "read it there."))
         if ui is not None:
             if not isinstance(ui, dict):
                 warnings.append(("/state ui is not an object", f"It is {show_value(ui)}."))

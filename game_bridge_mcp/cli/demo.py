@@ -268,15 +268,21 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
 
     from ..core.bridge import Bridge
     from ..config import Config
-    from ..launch.declaration import apply_project_config
+    from ..launch.declaration import apply_project_config, declaration_of
+    from ..paths import registry_home
 
     workdir = Path(tempfile.mkdtemp(prefix="game-bridge-demo-"))
     bridge = None
     try:
         config_path = write_declaration(workdir, hz=ns.hz, screenshot_dir=workdir / "screenshots")
-        out.write(f"game-bridge-mcp demo: wrote {config_path} and launching the demo game through the bridge\n")
         config = Config(config_file=config_path)
         apply_project_config(config)
+        declared = declaration_of(config)
+        low, high = declared.port_range if declared is not None else (0, 0)
+        where = f"port {ns.port}" if ns.port is not None else f"a free port of {low}-{high}"
+        out.write(f"game-bridge-mcp demo: wrote {config_path} and launching the demo game through the bridge, "
+                  f"on {where}; its log and port lock go under {registry_home(config.environ, config.registry_dir)} "
+                  "(GAME_BRIDGE_HOME)\n")
         bridge = Bridge(config)
         play(bridge, out, seed=ns.seed, drops=ns.drops, port=ns.port)
         return 0

@@ -161,6 +161,16 @@ def test_no_completed_command_id_is_a_warning(registry: dict[str, str]) -> None:
     assert result.has("WARN", "confirmed only by frames advancing (confirmation: frames-advanced)")
 
 
+def test_a_top_level_screen_is_a_warning_that_names_ui_screen(registry: dict[str, str]) -> None:
+    with BrokenGame(top_screen=True) as game:
+        result = check("--port", str(game.port), environ=registry)
+    assert result.code == 0, result
+    assert result.has("WARN", "/state has a top-level screen, which the bridge does not read")
+    assert "Put it in ui.screen (docs/contract.md)" in str(result)
+    with BrokenGame() as game:
+        assert not check("--port", str(game.port), environ=registry).has("WARN", "top-level screen")
+
+
 def test_health_without_ok_fails(registry: dict[str, str]) -> None:
     with BrokenGame(health_ok=False) as game:
         result = check("--port", str(game.port), environ=registry)

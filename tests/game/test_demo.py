@@ -305,7 +305,8 @@ def test_the_demo_command_end_to_end(tmp_path: Path) -> None:
                      'until {"path": "game.moving", "equals": 0}', "one call, ", "characters: settled; landed in column",
                      "...C...", "CommandFailed: 'hold' was applied", "one hold per drop",
                      "written: ", "Fruit Merge  seed 3", "\"screen\": \"GameScreen\"",
-                     "stopped: closed cleanly"):
+                     "stopped: closed cleanly",
+                     f"on port {port}; its log and port lock go under {tmp_path / 'gb'} (GAME_BRIDGE_HOME)"):
         assert fragment in text, (fragment, text)
     assert text.count("> call_tool drop") == 4 and text.count("characters: settled;") == 4  # one call a move
     pid = int(text.split("(pid ", 1)[1].split(")", 1)[0])

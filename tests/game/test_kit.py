@@ -453,3 +453,23 @@ def test_importing_the_kit_imports_neither_mcp_nor_psutil() -> None:
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_top_level_screen_is_warned_about_once_and_kept_where_the_game_put_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The convention is ui.screen; a game that says {"screen": ...} is told so on stderr, once."""
+    bridge = GameBridge(register=False)
+    bridge.state_fn = lambda: {"screen": "Menu", "game": {"score": 1}}
+    with caplog.at_level("WARNING", logger="game_bridge_mcp.game.kit.bridge"):
+        first = bridge.snapshot()
+        bridge.snapshot("digest")
+    said = [r.getMessage() for r in caplog.records if "top-level 'screen'" in r.getMessage()]
+    assert said == ["game-bridge kit: the state has a top-level 'screen', which the bridge does not read; "
+                    "put it in ui.screen (docs/contract.md)"]
+    assert first["screen"] == "Menu"  # the whole /state keeps the game's own keys
+    caplog.clear()
+    fine = GameBridge(register=False)
+    fine.state_fn = lambda: {"screen": "x", "ui": {"screen": "Menu"}}
+    with caplog.at_level("WARNING", logger="game_bridge_mcp.game.kit.bridge"):
+        fine.snapshot()
+    assert not [r for r in caplog.records if "top-level" in r.getMessage()]

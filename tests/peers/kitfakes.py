@@ -94,8 +94,9 @@ class BrokenGame:
     def __init__(self, *, health_ok: bool = True, frame_backwards: bool = False,
                  completed_id: bool = True, accept_unknown: bool = False,
                  manifest: Any = None, close_works: bool = True, nan_state: bool = False,
-                 hz: float = 500.0, host: str = "127.0.0.1") -> None:
+                 hz: float = 500.0, host: str = "127.0.0.1", top_screen: bool = False) -> None:
         self.health_ok = health_ok
+        self.top_screen = top_screen
         self.frame_backwards = frame_backwards
         self.completed_id = completed_id
         self.accept_unknown = accept_unknown
@@ -168,7 +169,8 @@ class BrokenGame:
                         body["ok"] = True
                     self.send(200, body)
                 elif url.path == "/state":
-                    state: dict[str, Any] = {"frame": game.frame, "ui": {"screen": "GameScreen"}}
+                    state: dict[str, Any] = ({"frame": game.frame, "screen": "GameScreen"} if game.top_screen
+                                             else {"frame": game.frame, "ui": {"screen": "GameScreen"}})
                     if game.completed_id:
                         state["completedCommandId"] = game.completed
                     raw = json.dumps(state)[:-1] + ', "temperature": NaN}' if game.nan_state else None

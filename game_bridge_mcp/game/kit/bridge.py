@@ -26,7 +26,7 @@ from .routes import Handler, kit_routes, snapshot_service
 from .screenshot import WAIT_S as SCREENSHOT_WAIT_S
 from .screenshot import Capture, Screenshots
 from .serving import Serving
-from .state import RawJson, encode_state, state_document
+from .state import RawJson, encode_state, misplaced_screen, state_document
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class GameBridge:
         #: Events at ``simFrame``, not the loop's count (a wrapper's loop turns while held).
         self._sim_frame_events = bool(sim_frame_events) and bool(clock)
         self._frame = 0
+        self._screen_said = False  # a top-level 'screen' in the state was warned about
         self._routes: dict[str, Handler] = kit_routes(self)
         self._serving = Serving(host, self._route)
         self._game_thread: threading.Thread | None = None
@@ -501,7 +502,12 @@ class GameBridge:
         the game is running)."""
         digest = view == "digest"
         source = self.digest_fn if digest and self.digest_fn is not None else self.state_fn
-        return state_document(source() if source is not None else {}, digest=digest, frame=self._frame,
+        base = source() if source is not None else {}
+        if not self._screen_said and misplaced_screen(base):
+            self._screen_said = True
+            log.warning("game-bridge kit: the state has a top-level 'screen', which the bridge does not read; "
+                        "put it in ui.screen (docs/contract.md)")
+        return state_document(base, digest=digest, frame=self._frame,
                               sim_frame=self.sim_frame, completed=self._outcomes.completed,
                               paused=self._clock.paused if self._clock.enabled else None,
                               events=self._events.tail(), results=self._outcomes.recent(),

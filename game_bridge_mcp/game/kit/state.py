@@ -132,6 +132,15 @@ def digest_view(base: Mapping[str, Any], kit: Mapping[str, Any], tail: Mapping[s
     return doc
 
 
+def misplaced_screen(base: Any) -> bool:
+    """Whether a game's state names its screen at the top level (``{"screen": ...}``), where
+    the bridge does not look, rather than as ``ui.screen``."""
+    if not isinstance(base, Mapping) or "screen" not in base:
+        return False
+    ui = base.get("ui")
+    return not (isinstance(ui, Mapping) and "screen" in ui)
+
+
 def state_document(base: Any, *, digest: bool, frame: int, sim_frame: int | None, completed: int,
                    paused: bool | None, events: list[Any], results: list[Any],
                    kit_keys: frozenset[str]) -> dict[str, Any]:
