@@ -3,6 +3,7 @@ pidfds), said once on stderr by every entry point that can launch a game."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import TextIO
 
@@ -17,12 +18,16 @@ def limits() -> list[str]:
     """What the bridge cannot do here, one sentence each (empty with psutil)."""
     if procs.psutil is not None:
         return []
+    held = ("; where a launch gets its own cgroup (Linux, docs/launching.md), stop_instance, shutdown "
+            "and the watcher still end everything in it, and where it gets a keeper, the keeper ends "
+            "what is below it when the bridge goes" if sys.platform.startswith("linux") else "")
     found: list[str] = [
         "it finds only the launched process itself, and reaches its process group only while that "
         "process runs: descendants that leave the group (setsid, a double fork), what is left once "
         "the launched process has exited (a start script that leaves the game running) and orphans "
         "re-parented to the bridge are not found, so stop_instance, shutdown and the reaper watcher "
-        "(which ends what a killed bridge launched) cannot end them, and adopted orphans are not reaped",
+        "(which ends what a killed bridge launched) cannot end them, and adopted orphans are not reaped"
+        + held,
     ]
     has_pidfd = procs.has_pidfds()
     if not procs.identity_provable():

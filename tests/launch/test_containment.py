@@ -317,3 +317,20 @@ def test_a_start_script_that_exits_leaving_its_game_is_judged_by_its_own_code(
             info_now = launcher.info(port)
             assert info_now is not None and info_now["running"] is True
             assert launcher.stop(port, grace_ms=1000)["stopped"] is True
+
+
+@pytest.mark.skipif(BASE is None, reason="no cgroup of this user's here")
+def test_without_psutil_a_launchs_cgroup_still_ends_what_left_its_group(
+        tmp_path: Path, launchers: LauncherFactory, guard: ProcessGuard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy vendored without psutil finds only the launched process and its group (as
+    guarantees.py says); its cgroup still holds the grandchild that called setsid."""
+    from game_bridge_mcp.launch import procs
+
+    monkeypatch.setattr(procs, "psutil", None)
+    launcher = launchers(write_declaration(tmp_path, "--child", "setsid", "--ignore-close", shell=True,
+                                           suffix="; echo after"), containment="cgroup")
+    port = launcher.launch()["port"]
+    assert wait_until(lambda: len(guard.recorded()) == 2, 5)
+    stopped = launcher.stop(port, grace_ms=300)
+    assert stopped["stopped"] is True, stopped
+    assert wait_until(lambda: not guard.recorded(), 5), [p.cmdline() for p in guard.recorded()]
