@@ -10,6 +10,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from numpy.typing import NDArray
 from gymnasium import spaces
 
 #: Crafter's own keys (crafter/run_gui.py's keymap), in pygame's key names, and arrows for moving.
@@ -20,7 +21,7 @@ KEYS = {"a": "move_left", "d": "move_right", "w": "move_up", "s": "move_down", "
         "4": "make_wood_sword", "5": "make_stone_sword", "6": "make_iron_sword"}
 
 
-class Crafter(gym.Env[np.ndarray, np.int64]):
+class Crafter(gym.Env[NDArray[Any], np.int64]):
     """``crafter.Env`` behind Gymnasium's API."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -35,9 +36,9 @@ class Crafter(gym.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(len(self.names))
         self.observation_space = spaces.Box(0, 255, tuple(size) + (3,), np.uint8)
         self.render_mode = render_mode
-        self._last: np.ndarray | None = None
+        self._last: NDArray[Any] | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[NDArray[Any], dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:  # Crafter seeds each episode's world from (its seed, the episode's number)
             self.game._seed = int(seed)  # noqa: SLF001 - the seed Crafter takes only when made
@@ -46,7 +47,7 @@ class Crafter(gym.Env[np.ndarray, np.int64]):
         self._last = last
         return last, {}
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[NDArray[Any], float, bool, bool, dict[str, Any]]:
         obs, reward, done, info = self.game.step(int(action))
         self._last = obs
         dead = info.get("discount", 1.0) == 0.0

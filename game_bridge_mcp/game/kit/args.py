@@ -61,6 +61,9 @@ class Arg:
     choices: Sequence[Any] | None = None
     schema: Mapping[str, Any] | None = None
 
+    def __hash__(self) -> int:  # hashable with a dict schema: Python 3.10 hashes Optional[Annotated[T, Arg]]
+        return hash((self.description, self.minimum, self.maximum, repr(self.choices), repr(self.schema)))
+
 
 def Range(minimum: float | None = None, maximum: float | None = None) -> Arg:  # noqa: N802 - reads as a type
     """``Annotated[int, Range(1, 10)]``: the argument's bounds, both inclusive."""
@@ -239,10 +242,23 @@ def _docstring_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return summary, arg_help
 
 
+def _optional_of(annotation: Any) -> Any:
+    """``T`` of ``Optional[T]`` (``T | None``), else None."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1 and len(typing.get_args(annotation)) == 2:
+            return members[0]
+    return None
+
+
 def _unwrap(annotation: Any) -> tuple[Any, Arg]:
     """``Annotated[Optional[T], "help", Arg(...)]`` -> (T, Arg); ``Literal[...]`` -> the
     type of its values, with them as the choices."""
     declared = Arg()
+    optional = _optional_of(annotation)
+    if optional is not None and typing.get_origin(optional) is typing.Annotated:
+        annotation = optional  # Optional[Annotated[T, ...]]: what Python 3.10 makes of a None default
     if typing.get_origin(annotation) is typing.Annotated:
         base, *extras = typing.get_args(annotation)
         for extra in extras:
@@ -251,11 +267,7 @@ def _unwrap(annotation: Any) -> tuple[Any, Arg]:
             elif isinstance(extra, Arg):
                 declared = _merge(declared, extra)
         annotation = base
-    origin = typing.get_origin(annotation)
-    if origin is typing.Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(members) == 1:
-            annotation = members[0]
+    annotation = _optional_of(annotation) or annotation
     if typing.get_origin(annotation) is typing.Literal:
         values = typing.get_args(annotation)
         kinds = {type(value) for value in values}
