@@ -24,6 +24,7 @@ import pytest
 
 from game_bridge_mcp.launch.hold import cgroups, contain
 from launch_helpers import DRIVER, PYTHON, LauncherFactory, ProcessGuard, wait_until, write_declaration
+from ports import free_port
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -275,7 +276,7 @@ def test_the_keeper_reports_the_commands_own_status(tmp_path: Path, launchers: L
                                                     guard: ProcessGuard, code: int) -> None:
     decl = tmp_path / "gamebridge.json"
     decl.write_text(json.dumps({"launch": {"argv": [PYTHON, "-c", f"import sys; sys.exit({code})"],
-                                           "readyTimeoutMs": 3000}}))
+                                           "portRange": "{0}-{0}".format(free_port()), "readyTimeoutMs": 3000}}))
     launcher = launchers(decl, containment="keeper")
     with pytest.raises(Exception) as info:
         launcher.launch()
@@ -286,7 +287,7 @@ def test_the_keeper_reports_a_signal_as_the_signal(tmp_path: Path, launchers: La
                                                    guard: ProcessGuard) -> None:
     decl = tmp_path / "gamebridge.json"
     decl.write_text(json.dumps({"launch": {"argv": [PYTHON, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"],
-                                           "readyTimeoutMs": 3000}}))
+                                           "portRange": "{0}-{0}".format(free_port()), "readyTimeoutMs": 3000}}))
     launcher = launchers(decl, containment="keeper")
     with pytest.raises(Exception) as info:
         launcher.launch()
