@@ -317,3 +317,44 @@ def test_states_are_bounded_named_and_dropped_with_the_session(tmp_path: Path, g
     states = tmp_path / "home" / "states"
     assert [p.name for p in states.iterdir()] == ["kept"], "the session's folder went with it"
     assert len(list((states / "kept").iterdir())) == 1
+
+
+# --------------------------------------------------------------------------- an unmodified pygame game
+
+PYGAME_RANDOM = [sys.executable, "-m", "game_bridge_mcp.game.pygame", "--port", "{port}",
+                 str(REPO / "tests" / "peers" / "games" / "pygame_random.py")]
+
+
+def test_a_pygame_game_is_the_same_twice_and_restored_by_re_execution_exactly(tmp_path: Path,
+                                                                             guard: ProcessGuard) -> None:
+    """random, get_ticks, a clock's dt and a set_timer event all come out the same: two paused
+    launches driven alike are identical screenshot for screenshot, and a state comes back exact."""
+    pytest.importorskip("pygame")
+    bridge = bridge_for(tmp_path, guard, PYGAME_RANDOM)
+
+    async def body(client: Any) -> None:
+        ports = [data(await client.call_tool("launch_instance", {"paused": True}))["port"] for _ in range(2)]
+        views: list[list[Any]] = [[], []]
+        for index, port in enumerate(ports):
+            for at in range(4):
+                await call(client, "advance", port, frames=15, inputs=[{"at": 0, "key": "right", "frames": 5 + at}])
+                shot = data(await call(client, "get_screenshot", port, always=True))
+                state = data(await call(client, "get_state", port, summary=True))
+                views[index].append((state["simFrame"], state["game"], Path(shot["file"]).read_bytes()))
+        for one, two in zip(*views):
+            assert one[:2] == two[:2], (one[:2], two[:2])
+        assert views[0] == views[1]
+        last = views[0][-1][1]  # 60 frames: 1 s of game time, the 250 ms timer read 3 times (the 4th is due next)
+        assert last["timerTicks"] == 3 and 960 <= last["ticks"] <= 1000 and last["stars"] > 0, last
+        port = ports[0]
+        saved = data(await call(client, "save_state", port))
+        assert saved["how"] == "re-execution" and saved["exact"] is True
+        before = data(await call(client, "get_state", port))
+        await call(client, "advance", port, frames=20, inputs=[{"at": 3, "key": "left", "frames": 9}])
+        restored = data(await call(client, "restore_state", port, state=saved["state"]))
+        assert restored["exact"] is True and "differed" not in restored, restored
+        assert whole(data(await call(client, "get_state", port))) == whole(before)
+        forked = data(await call(client, "fork_instance", state=saved["state"]))
+        assert forked["exact"] is True and forked["simFrame"] == saved["simFrame"] == 61  # the first flip is frame 1
+
+    run(bridge, body)

@@ -4,10 +4,12 @@ fixed step, input delivery and its errors, the state hook, exit codes, boot fail
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,7 @@ from launch_helpers import PYTHON, LauncherFactory, free_range, wait_until
 from pygame_helpers import CLOCKED, GAMES, Wrapped, game_env, wrapped
 
 pytestmark = pytest.mark.timeout(90)
+RANDOM = GAMES / "pygame_random.py"
 @pytest.mark.slow
 def test_stepping_gives_the_game_exactly_one_fixed_step_per_frame(tmp_path: Path) -> None:
     with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
@@ -117,10 +120,53 @@ def test_usage_errors() -> None:
                         "--not-ours", "-m", "x"]
 
 
-def declare(directory: Path, script: Path, *args: str, timeout_ms: int = 20000) -> Path:
+def test_the_seed_comes_from_seed_then_the_environment_then_zero() -> None:
+    from game_bridge_mcp.game.pygame._runner import game_seed
+
+    assert game_seed(parse(["-m", "g"]), {}) == 0
+    assert game_seed(parse(["-m", "g"]), {"GAME_BRIDGE_SEED": "42"}) == 42
+    opts = parse(["--seed", "7", "-m", "g"])
+    assert game_seed(opts, {"GAME_BRIDGE_SEED": "42"}) == 7
+    assert declaration(opts)["launch"]["argv"][4:8] == ["{port}", "--seed", "7", "-m"]
+    with pytest.raises(UsageError, match="GAME_BRIDGE_SEED expects a whole number"):
+        game_seed(parse(["-m", "g"]), {"GAME_BRIDGE_SEED": "-1"})
+    with pytest.raises(UsageError, match="--seed expects a whole number"):
+        parse(["--seed", "x", "-m", "g"])
+
+
+@pytest.mark.slow
+def test_another_seed_is_another_game_and_the_version_says_which(tmp_path: Path) -> None:
+    from game_bridge_mcp.core.bridge import Bridge
+    from game_bridge_mcp.config import Config
+    from game_bridge_mcp.launch.declaration import load_declaration
+
+    seen = []
+    for seed in ("0", "0", "5"):
+        folder = tmp_path / f"seed{len(seen)}"
+        folder.mkdir()
+        config = Config(environ={**os.environ, "GAME_BRIDGE_HOME": str(folder / "home")}, scan_range=(1,),
+                        registry_dir=folder / "home" / "instances",
+                        declaration=load_declaration(declare(folder, RANDOM, timeout_ms=30000, seed=seed)))
+        bridge = Bridge(config)
+        try:
+            port = bridge.run_tool("launch_instance", {"paused": True})["port"]
+            bridge.run_tool("call_tool", {"port": port, "name": "advance", "arguments": {"frames": 40}})
+            state = bridge.run_tool("call_tool", {"port": port, "name": "get_state", "arguments": {}})
+            version = bridge.run_tool("list_toolsets", {"port": port})["version"]
+            seen.append((state["game"]["first"], state["game"]["stars"], version))
+        finally:
+            bridge.shutdown()
+    assert seen[0] == seen[1] and seen[0][:2] != seen[2][:2]
+    assert seen[0][2].endswith(", seed 0") and seen[2][2].endswith(", seed 5")
+
+
+def declare(directory: Path, script: Path, *args: str, timeout_ms: int = 20000, seed: str | None = None) -> Path:
     low, high = free_range(4)
-    doc = {"launch": {"argv": [PYTHON, "-m", "game_bridge_mcp.game.pygame", "--port", "{port}", str(script), *args],
-                      "portRange": f"{low}-{high}", "readyTimeoutMs": timeout_ms}}
+    doc: dict[str, Any] = {"launch": {"argv": [PYTHON, "-m", "game_bridge_mcp.game.pygame", "--port", "{port}",
+                                              str(script), *args],
+                                      "portRange": f"{low}-{high}", "readyTimeoutMs": timeout_ms}}
+    if seed is not None:
+        doc["launch"]["env"] = {"GAME_BRIDGE_SEED": seed}
     path = directory / "gamebridge.json"
     path.write_text(json.dumps(doc))
     return path

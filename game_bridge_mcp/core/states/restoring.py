@@ -48,22 +48,23 @@ def resolve(host: Host, state: Any, file: Any, port: int) -> SavedState:
     return found
 
 
-def _check_restorable(host: Host, port: int, state: SavedState) -> dict[str, Any]:
+def _check_restorable(host: Host, port: int, state: SavedState) -> None:
     """What restore_state refuses before touching the game: another build, a running
-    game, commands that still wait for the clock. The game's state now."""
+    game, commands that still wait for the clock."""
     inst = host.instance(port)
     same_build(host, port, state)
-    now = host.guarded(port, lambda: inst.client.state(digest=True))
-    if now.get("paused") is not True:
+    paused = inst.client.paused  # the newest answer's word (the agent pauses through the bridge)
+    if paused is None:
+        paused = host.guarded(port, lambda: inst.client.state(digest=True)).get("paused")
+    if paused is not True:
         raise BridgeUsageError(
             f"restore_state: the game on port {port} is running (paused is not true), and a restore into a running "
             "game goes on before anyone looks at it. Pause it first (call_tool pause), then restore.",
-            port=port, paused=now.get("paused"))
+            port=port, paused=paused)
     if len(inst.pending):
         raise BridgeUsageError(
             f"restore_state: {len(inst.pending)} command(s) on port {port} wait for the game's clock, and would be "
             "delivered into the restored state. Deliver them with call_tool advance first.", port=port)
-    return now
 
 
 # ---------------------------------------------------------------------- by the game's own snapshot

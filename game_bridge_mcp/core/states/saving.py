@@ -74,10 +74,13 @@ def same_build(host: Host, port: int, state: SavedState) -> dict[str, Any]:
 
 
 def launch_key(host: Host, port: int) -> tuple[Any, Any] | None:
-    """The launched instance on ``port`` as (pid, start time): a journal is of one process."""
+    """The launched process on ``port`` as the bridge knows it: launched by this bridge,
+    and the generation of its client (a new process there, or the bridge losing touch with
+    it, starts a new one). A journal is of one such process."""
     launcher = host.launcher(create=False)
-    info = launcher.info(port) if launcher is not None and launcher.is_launched(port) else None
-    return None if not info else (info.get("pid"), info.get("started"))
+    if launcher is None or not launcher.is_launched(port):
+        return None
+    return ("launched", host.client(port).generation)
 
 
 def start_journal(host: Host, port: int, journal: Journal | None = None) -> Journal:

@@ -43,6 +43,7 @@ def launch_instance(bridge: Host, *, port: Any = None, timeout_ms: Any = None, p
     result: dict[str, Any] = bridge.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report, env=env)
     launched = int(result["port"])
     bridge.forget(launched)
+    bridge.instance(launched).journal = None  # a new process: what was sent to the port before is not its
     if paused:
         result.update(clock.confirm_paused_launch(
             bridge.client(launched), lambda: stop_instance(bridge, port=launched, grace_ms=1000),

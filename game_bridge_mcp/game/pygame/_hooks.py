@@ -15,6 +15,7 @@ from ..kit import GameBridge
 from ..wrapper.frames import Schedule
 from ..wrapper.serve import start
 from ._input import Devices
+from ._determinism import Timers
 from ._time import Clock, VirtualTime
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ class Wrapper:
         self.target = target
         self.announce = announce
         self.devices = Devices(pygame)
-        self.vtime = VirtualTime()
+        self.vtime = VirtualTime(frozen=bridge.paused)  # a paused launch starts at time 0, every time
+        self.timers = Timers(pygame, self.vtime.now)
         self.frames = 0           # flips seen
         self.started = False
         self.schedule = Schedule(at_once=True, name="pygame")  # input is delivered on the game's thread
@@ -141,7 +143,8 @@ class Wrapper:
                 (pg.event, "get", hooked_get), (pg.event, "poll", hooked_poll), (pg.event, "wait", hooked_wait),
                 (pg.key, "get_pressed", hooked_get_pressed), (pg.key, "get_mods", hooked_get_mods),
                 (pg.mouse, "get_pos", hooked_get_pos), (pg.mouse, "get_pressed", hooked_mouse_pressed),
-                (pg.time, "Clock", self._make_clock), (pg.time, "get_ticks", self._ticks)):
+                (pg.time, "Clock", self._make_clock), (pg.time, "get_ticks", self._ticks),
+                (pg.time, "set_timer", self.timers.set_timer)):
             self._patch(owner, name, replacement)
         if hasattr(pg, "Clock"):  # pygame-ce's alias, pygame.Clock
             self._patch(pg, "Clock", self._make_clock)
@@ -183,6 +186,7 @@ class Wrapper:
                 self.vtime.step()    # a stepped frame runs next: exactly one step of time
             else:
                 self.vtime.release()
+            self.timers.fire()  # the timers due by the next frame's time, read by that frame
         finally:
             self._in_frame = False
 
@@ -261,10 +265,12 @@ class Wrapper:
         """``/state`` (HTTP thread, under the bridge's lock): what the last flip cached,
         the injected devices, and the game's own hook if it set one. ``pygame`` has it
         all; the digest, which keeps scalars, gets the caption as ``ui.screen`` and the
-        window, held keys and buttons, pointer and frame rate as ``game`` scalars (the
-        hook's own ``ui`` and ``game`` fields win)."""
+        window, held keys and buttons, pointer and frame rate (0 while held) as ``game``
+        scalars (the hook's own ``ui`` and ``game`` fields win)."""
         now = time.monotonic()
-        recent = [t for t in self._flips if now - t <= 1.0]
+        # The frame rate of a held game is 0: it runs no frames of its own (and what it would
+        # measure, steps a second, is the agent's pace, which would make /state differ run to run).
+        recent = [] if self.bridge.paused else [t for t in self._flips if now - t <= 1.0]
         window = self._window
         keys = sorted(self.devices.names.get(k, str(k)) for k in list(self.devices.keys_down))
         buttons = sorted(self.devices.buttons_down)

@@ -11,27 +11,32 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._version import __version__
 from ...wrappers import named
 from ..wrapper.input import input_commands
 from ..wrapper.main import Cli, main as wrapper_main
-from ..wrapper.options import CommandLine, Options as WrapperOptions, UsageError, declaration as launch_declaration
+from ..wrapper.options import SEED, CommandLine, Options as WrapperOptions, UsageError, \
+    declaration as launch_declaration, seed as seed_option
+from ...contract import ENV_SEED
+from ._determinism import seed_generators
 from ..wrapper.serve import Late, Say, add_commands, assemble
 
 ROW = named("pygame")
 PROG = f"game-bridge-mcp {ROW.name}"
-USAGE = f"""usage: {PROG} [--port N] [--paused] [--window] (-m MODULE | SCRIPT) [ARGS ...]
-       {PROG} --init [--force] [--window] (-m MODULE | SCRIPT) [ARGS ...]
+USAGE = f"""usage: {PROG} [--port N] [--paused] [--seed N] [--window] (-m MODULE | SCRIPT) [ARGS ...]
+       {PROG} --init [--force] [--seed N] [--window] (-m MODULE | SCRIPT) [ARGS ...]
 
 Run an unmodified pygame (or pygame-ce) game with the game-bridge debug surface: each
 display flip is a frame; key, mouse and text act as a player; screenshots show the
 display; pause, resume and step hold the game at its flip. Headless unless --window.
 
   --port N     serve on 127.0.0.1:N (default 0: any free port; GAME_BRIDGE_DEBUG_PORT)
-  --paused     start paused, held at the first flip (also GAME_BRIDGE_START_PAUSED=1)
+  --paused     start paused, held at the first flip (also GAME_BRIDGE_START_PAUSED=1), its time at 0
+  --seed N     seed random (and numpy's global generator) with N before the game runs (default:
+               GAME_BRIDGE_SEED, else 0): the same commands at the same frames, the same game
   --window     open a real window (and real audio) instead of SDL's dummy drivers
   --init       write a gamebridge.json here that launches this game through the wrapper
   --force      with --init, replace an existing gamebridge.json
@@ -49,6 +54,7 @@ say = Say(ROW.name)
 @dataclass
 class Options(WrapperOptions):
     window: bool = False
+    seed: int | None = None
     module: str | None = None
     script: str | None = None
     args: list[str] = field(default_factory=list)
@@ -79,7 +85,16 @@ def _game(opts: Options, words: list[str]) -> None:
         raise UsageError(f"not a module name: {opts.module!r}")
 
 
-COMMAND_LINE = CommandLine(Options, _game, missing="name the game: -m MODULE or SCRIPT", switches=("--window",))
+COMMAND_LINE = CommandLine(Options, _game, missing="name the game: -m MODULE or SCRIPT", switches=("--window",),
+                           valued=SEED)
+
+
+def game_seed(opts: Options, environ: Mapping[str, str] | None = None) -> int:
+    """The seed the game's generators get: ``--seed``, else ``GAME_BRIDGE_SEED``, else 0."""
+    if opts.seed is not None:
+        return opts.seed
+    text = (os.environ if environ is None else environ).get(ENV_SEED, "").strip()
+    return seed_option(text, ENV_SEED) if text else 0
 
 
 def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
@@ -90,6 +105,8 @@ def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options
 def declaration(opts: Options) -> dict[str, Any]:
     """The launch declaration that runs ``opts``' game through the wrapper (``--init``)."""
     argv = ["--window"] if opts.window else []
+    if opts.seed is not None:
+        argv += ["--seed", str(opts.seed)]
     argv += ["-m", opts.module] if opts.module is not None else [str(opts.script)]
     return launch_declaration(ROW.module, f"{opts.target} (pygame, through game-bridge-mcp)", [*argv, *opts.args],
                               ready_timeout_ms=60000)
@@ -127,10 +144,15 @@ def run(opts: Options) -> int:
     except ImportError:
         say("pygame is not installed here: pip install pygame-ce (or pygame)")
         return 1
+    try:
+        seed = game_seed(opts)
+    except UsageError as exc:
+        say(str(exc))
+        return 2
     name = opts.target.rsplit(".", 1)[-1] if opts.module else Path(opts.target).stem
     late = Late()
     bridge = assemble(
-        name, f"pygame {getattr(pygame.version, 'ver', '?')} via game-bridge-mcp {__version__}",
+        name, f"pygame {getattr(pygame.version, 'ver', '?')} via game-bridge-mcp {__version__}, seed {seed}",
         state=late.state, on_close=lambda: late.engine.post_quit(), paused=opts.paused,
         description=(f"{opts.target}: an unmodified pygame game, run by game-bridge-mcp's pygame wrapper, "
                      "which knows nothing of its rules. Look at it with screenshots; play it with key, "
@@ -148,6 +170,7 @@ def run(opts: Options) -> int:
                 "the debug surface starts at its first pygame.display.flip() or update()")
 
     threading.Thread(target=warn_no_flip, name="game-bridge-first-flip", daemon=True).start()
+    seed_generators(seed)  # the version says which seed: a trace records it
     saved_argv, saved_path = list(sys.argv), list(sys.path)
     code = 0
     try:

@@ -15,11 +15,13 @@ DEFAULT_FRAME_MS = 1000.0 / 60.0
 class VirtualTime:
     """Milliseconds as the game should see them. ``real_ms`` is the real clock."""
 
-    def __init__(self, real_ms: Callable[[], float] | None = None) -> None:
+    def __init__(self, real_ms: Callable[[], float] | None = None, *, frozen: bool = False) -> None:
         self._real = real_ms or (lambda: time.monotonic() * 1000.0)
         self._start = self._real()
         self._excluded = 0.0
-        self._frozen: float | None = None
+        #: ``frozen``: a game started paused sees no time pass until it is stepped, not even
+        #: while it starts (which takes however long it takes): every launch starts at 0.
+        self._frozen: float | None = 0.0 if frozen else None
         #: The frame's step while stepping (the game's ``tick`` rate when it gave one).
         self.frame_ms = DEFAULT_FRAME_MS
 
