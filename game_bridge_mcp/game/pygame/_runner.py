@@ -19,8 +19,7 @@ from ...wrappers import named
 from ..wrapper.input import input_commands
 from ..wrapper.main import Cli, main as wrapper_main
 from ..wrapper.options import SEED, CommandLine, Options as WrapperOptions, UsageError, \
-    declaration as launch_declaration, seed as seed_option
-from ...contract import ENV_SEED
+    declaration as launch_declaration, launch_seed
 from ._determinism import seed_generators
 from ..wrapper.serve import Late, Say, add_commands, assemble
 
@@ -91,10 +90,7 @@ COMMAND_LINE = CommandLine(Options, _game, missing="name the game: -m MODULE or 
 
 def game_seed(opts: Options, environ: Mapping[str, str] | None = None) -> int:
     """The seed the game's generators get: ``--seed``, else ``GAME_BRIDGE_SEED``, else 0."""
-    if opts.seed is not None:
-        return opts.seed
-    text = (os.environ if environ is None else environ).get(ENV_SEED, "").strip()
-    return seed_option(text, ENV_SEED) if text else 0
+    return launch_seed(opts.seed, environ)
 
 
 def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
