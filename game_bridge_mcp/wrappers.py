@@ -38,7 +38,7 @@ class Wrapper:
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("pygame", "[--init] (-m MODULE | SCRIPT) [ARGS]", "run a pygame game, drivable",
-            names_game=("-m",), game_args=True),
+            names_game=("-m",), game_args=True, valued=("--port", "--seed")),
     Wrapper("browser", "[--init] (URL | FILE | DIR)", "open a web game in headless Chromium, drivable",
             valued=("--port", "--size", "--seed", "--date", "--browser", "--screenshot", "--load-timeout")),
     Wrapper("gym", "[--init] ENV_ID", "serve a Gymnasium environment (Atari, NetHack, MiniGrid, ...), drivable",

@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -47,11 +48,29 @@ WEB_PAGE = ROOT / "tests" / "peers" / "web" / "index.html"
 PYGAME_GAME = ROOT / "tests" / "peers" / "games" / "pygame_clocked.py"
 
 
+def free_range(count: int = 16) -> tuple[int, int]:
+    """Ports the OS hands out now (bound at once, so none is the shared default range)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            low = probe.getsockname()[1]
+        try:
+            for port in range(low, low + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+            return low, low + count - 1
+        except OSError:
+            continue
+    raise RuntimeError("no free range of ports")
+
+
 def bridge_for(work: Path, name: str, argv: list[str]) -> Bridge:
     folder = work / name
     folder.mkdir(parents=True)
     path = folder / "gamebridge.json"
+    low, high = free_range()
     path.write_text(json.dumps({"name": name, "launch": {"argv": argv, "cwd": str(ROOT), "readyTimeoutMs": 60000,
+                                                         "portRange": f"{low}-{high}",
                                                          "env": {"PYTHONPATH": str(ROOT)}}}))
     env = dict(os.environ, GAME_BRIDGE_HOME=str(folder / "home"))
     config = Config(environ=env, registry_dir=folder / "home" / "instances", scan_range=(1,),

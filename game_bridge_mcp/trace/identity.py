@@ -68,6 +68,9 @@ def live_identity(bridge: Any, port: int, *, with_state: bool = True,
         except BridgeError:
             out["paused"] = None
     out["declaration"] = declaration_identity(getattr(bridge.config, "declaration", None))
+    journal = getattr(bridge.instance(port), "journal", None) if hasattr(bridge, "instance") else None
+    if journal is not None and getattr(journal, "env", None):
+        out["launchEnv"] = dict(journal.env)  # what its paused launch fixed (a web page's date): replay repeats it
     return out
 
 

@@ -90,6 +90,21 @@ def _last_output(bridge: Bridge, port: int | None) -> str | None:
             + "\n    ".join(str(x) for x in lines[-15:]))
 
 
+def with_launch_env(config: Config, trace: Trace, recorded: Iterable[int]) -> Config:
+    """``config`` with what the recording's paused launches fixed in their environment (the
+    first recorded port's; only what a launch may repeat): the launcher passes it on."""
+    from dataclasses import replace
+
+    from ..core.states.journal import repeatable_env
+
+    for port in recorded:
+        fixed = trace.identity(port).get("launchEnv")
+        env = repeatable_env(fixed) if isinstance(fixed, dict) else {}
+        if env:
+            return replace(config, environ={**config.environ, **env})
+    return config
+
+
 def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), launch: bool = False,
                 ignore: Iterable[str] = (), force: bool = False, update: bool = False,
                 report: str | Path | None = None, say: Say | None = None,
@@ -101,6 +116,8 @@ def replay_file(path: str | Path, config: Config, *, ports: Sequence[Any] = (), 
     trace = read_trace(path)
     recorded = _check_where(trace, ports, launch)
     own = bridge is None
+    if own and launch:  # what the recorded paused launches fixed (a web page's date), launched alike
+        config = with_launch_env(config, trace, recorded)
     bridge = bridge or Bridge(config)
     try:
         if launch:

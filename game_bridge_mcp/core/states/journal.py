@@ -15,7 +15,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...contract import SNAPSHOT_COMMANDS
+from ...contract import ENV_DATE, SNAPSHOT_COMMANDS
+
+#: What a paused launch fixes in the game's environment, and re-execution repeats: the
+#: browser wrapper's start date (its page's ``Date``; digits, Unix milliseconds). Nothing else
+#: is ever taken from a state: a state file cannot set a launched game's environment.
+REPEATED_ENV = (ENV_DATE,)
+
+
+def repeatable_env(values: Mapping[str, Any]) -> dict[str, str]:
+    """The part of ``values`` a launch may repeat (:data:`REPEATED_ENV`, digits only)."""
+    return {k: str(v) for k, v in values.items() if k in REPEATED_ENV and isinstance(v, str) and v.isdigit()
+            and len(v) <= 16}
+
 
 #: The most commands one journal keeps (a session of a million single steps is not
 #: re-executed: the journal ends, and says so, instead of growing without bound).
@@ -55,7 +67,8 @@ class Journal:
     it was restored to, whose journal it continues). Thread-safe; the GameClient's
     ``on_sent`` is :meth:`record`."""
 
-    def __init__(self, generation: int, entries: Sequence[Sent] = (), *, free_since: int | None = None) -> None:
+    def __init__(self, generation: int, entries: Sequence[Sent] = (), *, free_since: int | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         #: The GameClient generation it records (a restart ends it).
         self.generation = generation
         self._entries: list[Sent] = list(entries)
@@ -66,6 +79,9 @@ class Journal:
         #: The simulation frame from which the game ran on its own clock (``resume``), if it did:
         #: what it did then depended on time, so re-execution may not come out the same.
         self.free_since: int | None = free_since
+        #: What the launch set in the game's environment that a re-execution must set alike
+        #: (:data:`REPEATED_ENV`: the browser wrapper's start date).
+        self.env: dict[str, str] = dict(env or {})
 
     def __len__(self) -> int:
         with self._lock:
@@ -127,4 +143,4 @@ def _size(args: Mapping[str, Any]) -> int:
         return 64
 
 
-__all__ = ["Journal", "MAX_ENTRIES", "NOT_REPLAYED", "Prefix", "Sent"]
+__all__ = ["Journal", "MAX_ENTRIES", "NOT_REPLAYED", "Prefix", "REPEATED_ENV", "Sent", "repeatable_env"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...contract import SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_LOAD
@@ -20,7 +20,7 @@ from .. import clock
 from . import file as statefile
 from ..events import answer_digest
 from ..host import Host
-from .journal import Journal, Sent
+from .journal import Journal, Sent, repeatable_env
 from .reexec import compare, replay, screenshot_sha
 from .saving import (bytes_of, drop_in_game, game_command, live_journal, same_build, save, start_journal,
                      why_no_journal)
@@ -98,13 +98,15 @@ def _continue_journal(host: Host, port: int, state: SavedState) -> None:
     if state.journal is None:
         inst.journal.end(f"the game was restored to state {state.name}, which has no journal")
         return
-    start_journal(host, port, Journal(inst.client.generation, state.journal, free_since=state.free_since))
+    start_journal(host, port, Journal(inst.client.generation, state.journal, free_since=state.free_since),
+                  env=state.launch_env)
 
 
 # ---------------------------------------------------------------------- by re-execution
-def _launch_paused(host: Host, port: int | None) -> dict[str, Any]:
-    """A fresh instance of the declaration, paused, owned like any launch; its journal started."""
-    env = {clock.START_PAUSED_ENV: "1"}
+def _launch_paused(host: Host, port: int | None, fixed: Mapping[str, str]) -> dict[str, Any]:
+    """A fresh instance of the declaration, paused, owned like any launch, with what the
+    state's launch fixed in its environment (``fixed``, e.g. the browser wrapper's date)."""
+    env = {**repeatable_env(fixed), clock.START_PAUSED_ENV: "1"}
     launched: dict[str, Any] = host.launcher().launch(port=port, env=env)
     new_port = int(launched["port"])
     host.forget(new_port)
@@ -125,9 +127,10 @@ def _stop(host: Host, port: int) -> None:
     host.forget(port)
 
 
-def _reexecute(host: Host, port: int, entries: Sequence[Sent], sim_frame: int | None, free_since: int | None) -> dict[str, Any]:
+def _reexecute(host: Host, port: int, entries: Sequence[Sent], sim_frame: int | None, free_since: int | None,
+               env: Mapping[str, str]) -> dict[str, Any]:
     """Replay ``entries`` into the fresh paused instance on ``port``; the state then."""
-    start_journal(host, port, Journal(host.client(port).generation, (), free_since=free_since))
+    start_journal(host, port, Journal(host.client(port).generation, (), free_since=free_since), env=env)
     return host.guarded(port, lambda: replay(host.client(port), entries, sim_frame, timeout_ms=host.config.timeout_ms))
 
 
@@ -148,20 +151,21 @@ def reexecute_in_place(host: Host, port: int, state: SavedState) -> tuple[dict[s
     notes: list[str] = []
     _stop(host, port)
     try:
-        _launch_paused(host, port)
-        return _reexecute(host, port, state.journal, state.sim_frame, state.free_since), notes
+        _launch_paused(host, port, state.launch_env)
+        return _reexecute(host, port, state.journal, state.sim_frame, state.free_since, state.launch_env), notes
     except BridgeError as exc:
-        back = _roll_back(host, port, before, before_frame, journal.free_since)
+        back = _roll_back(host, port, before, before_frame, journal.free_since, journal.env)
         exc.message += f" The restore was not made; {back}"
         raise
 
 
-def _roll_back(host: Host, port: int, entries: Sequence[Sent], sim_frame: int | None, free_since: int | None) -> str:
+def _roll_back(host: Host, port: int, entries: Sequence[Sent], sim_frame: int | None, free_since: int | None,
+               env: Mapping[str, str]) -> str:
     try:
         if port in host.launched_ports():
             _stop(host, port)
-        _launch_paused(host, port)
-        _reexecute(host, port, entries, sim_frame, free_since)
+        _launch_paused(host, port, env)
+        _reexecute(host, port, entries, sim_frame, free_since, env)
     except BridgeError as exc:
         return (f"bringing the instance back to simFrame {sim_frame} failed too ({exc.render()}); launch_instance "
                 "starts a new one.")
@@ -213,7 +217,7 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
         notes.append(f"Saved port {source}'s current frame as state {saved.name} to fork from.")
     else:  # call_tool gives every bridge tool its port: with a state, it names no source
         saved = resolve(host, state, file, 0)
-    launched = _launch_paused(host, None)
+    launched = _launch_paused(host, None, saved.launch_env)
     new_port = int(launched["port"])
     try:
         same_build(host, new_port, saved)
@@ -224,7 +228,8 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
             with inst.command_lock:
                 after = load(host, new_port, saved, timeout_ms=host.config.timeout_ms)
             if after is not None:
-                start_journal(host, new_port, Journal(inst.client.generation, saved.journal or ()))
+                start_journal(host, new_port, Journal(inst.client.generation, saved.journal or ()),
+                              env=saved.launch_env)
                 if saved.journal is None:
                     inst.journal.end(f"forked from state {saved.name}, which has no journal")  # type: ignore[union-attr]
         if after is None:
@@ -234,7 +239,7 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
                     f"({saved.not_portable or 'its live copy is gone'}), and it has no journal to re-execute (the "
                     "game was not launched paused by this bridge).", state=saved.name)
             how = "re-execution"
-            after = _reexecute(host, new_port, saved.journal, saved.sim_frame, saved.free_since)
+            after = _reexecute(host, new_port, saved.journal, saved.sim_frame, saved.free_since, saved.launch_env)
         answer = _answer(host, new_port, saved, after, how, started, notes, tool="fork_instance")
         if paused is False:
             host.client(new_port).command_and_sync("resume", {}, timeout_ms=host.config.timeout_ms)

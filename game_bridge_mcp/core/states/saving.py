@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
-from ...contract import CLOCK, SCREENSHOT_FEATURE, SNAPSHOT_DROP, SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_SAVE
+from ...contract import CLOCK, ENV_DATE, SCREENSHOT_FEATURE, SNAPSHOT_DROP, SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_SAVE
 from ...errors import BridgeError, BridgeUsageError, CommandFailed, NotAGameSurface
 from ...jsonio import as_int
 from ...wire import snapshots as wire
@@ -83,12 +84,25 @@ def launch_key(host: Host, port: int) -> tuple[Any, Any] | None:
     return ("launched", host.client(port).generation)
 
 
-def start_journal(host: Host, port: int, journal: Journal | None = None) -> Journal:
+def fixed_launch_env(host: Host) -> dict[str, str]:
+    """What a paused launch fixes in the game's environment so that a re-execution starts
+    alike (:data:`~.journal.REPEATED_ENV`): the browser wrapper's date, now, unless the
+    declaration or the bridge's own environment already sets it."""
+    declared = getattr(host.config.declaration, "env", None) or {}
+    if ENV_DATE in declared or host.config.environ.get(ENV_DATE):
+        return {}
+    return {ENV_DATE: str(int(time.time() * 1000))}
+
+
+def start_journal(host: Host, port: int, journal: Journal | None = None, *,
+                  env: Mapping[str, str] | None = None) -> Journal:
     """Record what is sent to the launched paused instance on ``port`` from now on
-    (continuing ``journal``'s entries when given: a restored or forked instance)."""
+    (continuing ``journal``'s entries when given: a restored or forked instance); ``env``:
+    what its launch fixed that a re-execution repeats."""
     inst = host.instance(port)
     fresh = Journal(inst.client.generation, journal.entries() if journal is not None else (),
-                    free_since=journal.free_since if journal is not None else None)
+                    free_since=journal.free_since if journal is not None else None,
+                    env=env if env is not None else (journal.env if journal is not None else None))
     inst.journal, inst.journal_key = fresh, launch_key(host, port)
     inst.client.on_sent = fresh.record
     return fresh
@@ -200,7 +214,7 @@ def save(host: Host, port: int, *, label: Any = None, keep: bool = False, screen
     entries = journal.entries() if journal is not None else None
     saved = SavedState(store.new_name(), clean_label(label), port, client.generation, game, sim_frame,
                        Seen.of(state, shot), journal=entries, free_since=journal.free_since if journal else None,
-                       game_id=game_id, snapshot_bytes=size)
+                       game_id=game_id, snapshot_bytes=size, launch_env=dict(journal.env) if journal else {})
     exact = True
     if as_int(state.get("simFrame"), minimum=0) != sim_frame:
         exact = False

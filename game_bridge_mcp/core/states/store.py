@@ -28,7 +28,7 @@ from ...contract import NOT_RESTORED_KEYS
 from ...errors import BridgeUsageError
 from ...paths import KeepRule, prune_files, states_dir
 from . import file as statefile
-from .journal import Sent
+from .journal import Sent, repeatable_env
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,9 @@ class SavedState:
     snapshot_bytes: int = 0
     file_bytes: int = 0
     kept: bool = False
+    journal_bytes: int | None = None
+    #: What the game's launch fixed that its re-execution repeats (journal.REPEATED_ENV).
+    launch_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def how(self) -> str:
@@ -125,13 +128,20 @@ class SavedState:
 
     @property
     def size(self) -> int:
-        """Its size: the game's snapshot bytes, or its file's (a journal)."""
-        return self.snapshot_bytes or self.file_bytes
+        """Its size: the game's snapshot bytes, or its journal's (as JSON: the same for the
+        same session, unlike its file, which says when it was made)."""
+        if self.snapshot_bytes or self.journal is None:
+            return self.snapshot_bytes
+        if self.journal_bytes is None:
+            self.journal_bytes = sum(len(json.dumps(entry.to_json(), separators=(",", ":"), default=str)) + 1
+                                     for entry in self.journal)
+        return self.journal_bytes
 
     def header(self) -> dict[str, Any]:
         """The state file's header (statefile.py adds the format, journal and bytes)."""
         return {"name": self.name, "label": self.label, "created": self.created, "game": self.game,
                 "simFrame": self.sim_frame, "freeSince": self.free_since, "notPortable": self.not_portable,
+                "launchEnv": self.launch_env,
                 **self.seen.to_json()}
 
     def describe(self) -> dict[str, Any]:
@@ -157,7 +167,8 @@ def from_file(data: statefile.StateFile, name: str, port: int) -> SavedState:
     return SavedState(name, label if isinstance(label, str) else None, port, -1, dict(header["game"]),
                       sim_frame if isinstance(sim_frame, int) else None, Seen.from_json(header),
                       journal=data.journal, free_since=free if isinstance(free, int) else None,
-                      snapshot_bytes=len(data.snapshot))
+                      snapshot_bytes=len(data.snapshot),
+                      launch_env=repeatable_env(env) if isinstance(env := header.get("launchEnv"), dict) else {})
 
 
 def clean_label(label: Any) -> str | None:

@@ -10,7 +10,7 @@ from ...config import check_port
 from ...errors import BridgeError, BridgeUsageError
 from ...manifest.reader import Manifest
 from .. import clock, ports
-from ..states.saving import start_journal
+from ..states.saving import fixed_launch_env, start_journal
 from .commands import close_game, refuse_other_sessions
 from ..host import Host, Progress
 from .shapes import BOOL, INT, INT_OR_NULL, LIST, STR, STR_OR_NULL, answer, from_game
@@ -39,7 +39,8 @@ def launch_instance(bridge: Host, *, port: Any = None, timeout_ms: Any = None, p
         if progress is not None:
             progress(elapsed_ms, total_ms, line)
 
-    env = {clock.START_PAUSED_ENV: "1"} if paused else None
+    fixed = fixed_launch_env(bridge) if paused else {}  # what a re-execution of it repeats (its date)
+    env = {**fixed, clock.START_PAUSED_ENV: "1"} if paused else None
     result: dict[str, Any] = bridge.launcher().launch(port=explicit, timeout_ms=timeout_ms, progress=report, env=env)
     launched = int(result["port"])
     bridge.forget(launched)
@@ -48,7 +49,7 @@ def launch_instance(bridge: Host, *, port: Any = None, timeout_ms: Any = None, p
         result.update(clock.confirm_paused_launch(
             bridge.client(launched), lambda: stop_instance(bridge, port=launched, grace_ms=1000),
             timeout_ms=config.timeout_ms))
-        start_journal(bridge, launched)  # what is sent from here re-executes it (save_state, fork_instance)
+        start_journal(bridge, launched, env=fixed)  # what is sent from here re-executes it (save_state, fork_instance)
     return result
 
 

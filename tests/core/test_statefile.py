@@ -1,0 +1,78 @@
+"""The state file (.gbstate) read whole: what it holds comes back; a file cut off, padded,
+damaged, of a newer version, or with a journal that is not one is refused saying which; and a
+state file can never set what a launched game's environment holds beyond the page's date."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from game_bridge_mcp.core.states import file as statefile
+from game_bridge_mcp.core.states.journal import Journal, Sent
+from game_bridge_mcp.core.states.store import SavedState, Seen, from_file
+
+
+def written(tmp_path: Path, *, snapshot: bytes = b"", journal: list[Sent] | None = None,
+            **header: object) -> Path:
+    state = SavedState("s1", "a label", 7820, 0, {"name": "Game", "version": "1"}, 42,
+                       Seen.of({"game": {"x": 1}, "frame": 9}), journal=journal)
+    path = tmp_path / "s1.gbstate"
+    statefile.write(path, {**state.header(), **header}, snapshot, journal)
+    return path
+
+
+def test_what_is_written_is_read_back(tmp_path: Path) -> None:
+    journal = [Sent("drop", {"x": 1}, 0), Sent("step", {"frames": 30}, 0)]
+    path = written(tmp_path, snapshot=b"\x00bytes\xff", journal=journal)
+    data = statefile.read(path)
+    assert data.snapshot == b"\x00bytes\xff" and data.journal == journal
+    state = from_file(data, "s1", 7820)
+    assert state.sim_frame == 42 and state.game == {"name": "Game", "version": "1"} and state.label == "a label"
+    assert state.seen.state == {"game": {"x": 1}}  # frame is not compared
+    assert state.how == "snapshot" and state.snapshot_bytes == 7
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("change,fragment", [
+    (lambda raw: raw[:-2], "cut off or padded"),
+    (lambda raw: raw + b"x", "cut off or padded"),
+    (lambda raw: raw[:-1] + bytes([raw[-1] ^ 1]), "damaged"),
+    (lambda raw: raw.replace(b'"version":1', b'"version":99', 1), "newer than this bridge reads"),
+    (lambda raw: raw.replace(b'"format":"game-bridge-state"', b'"format":"x"', 1), "not a game-bridge state file"),
+    (lambda raw: b"\x80\x04\x95" + raw, "not a game-bridge state file"),
+    (lambda raw: raw.replace(b'[0,"drop",{"x":1}]', b'[0,"drop","x"]', 1), "journal entry is"),
+])
+def test_a_file_that_is_not_whole_is_refused_saying_why(tmp_path: Path, change: object, fragment: str) -> None:
+    path = written(tmp_path, snapshot=b"abc", journal=[Sent("drop", {"x": 1}, 0)])
+    raw = path.read_bytes()
+    path.write_bytes(change(raw))  # type: ignore[operator]
+    with pytest.raises(ValueError, match=fragment):
+        statefile.read(path)
+
+
+def test_a_state_file_sets_nothing_of_a_launch_but_the_date(tmp_path: Path) -> None:
+    path = written(tmp_path, journal=[Sent("noop", {}, 0)],
+                   launchEnv={"LD_PRELOAD": "/tmp/evil.so", "GAME_BRIDGE_DATE": "1796000000000",
+                              "PYTHONPATH": "/tmp"})
+    state = from_file(statefile.read(path), "s1", 7820)
+    assert state.launch_env == {"GAME_BRIDGE_DATE": "1796000000000"}
+    path = written(tmp_path, journal=[Sent("noop", {}, 0)], launchEnv={"GAME_BRIDGE_DATE": "$(touch /tmp/x)"})
+    assert from_file(statefile.read(path), "s1", 7820).launch_env == {}
+
+
+def test_a_journal_records_what_the_game_accepted_and_ends_saying_why() -> None:
+    journal = Journal(3, env={"GAME_BRIDGE_DATE": "5"})
+    journal.record("key", {"key": "left"}, 0, 1)
+    journal.record("resume", {}, 4, 2)
+    journal.record("step", {"frames": 2}, 4, 3)
+    mark = journal.entries()
+    journal.record("drop", {"x": 1}, 6, 4)
+    assert [e.cmd for e in mark] == ["key", "resume", "step"] and len(journal.entries()) == 4  # a state's, kept
+    assert journal.free_since == 4 and journal.env == {"GAME_BRIDGE_DATE": "5"}
+    journal.record("snapshot_load", {"id": "x"}, 6, 5)
+    assert journal.ended == "the game loaded a snapshot the bridge did not make"
+    journal.record("drop", {"x": 2}, 6, 6)
+    assert len(journal) == 4
+    assert json.loads(json.dumps([e.to_json() for e in mark]))[0] == [0, "key", {"key": "left"}]
