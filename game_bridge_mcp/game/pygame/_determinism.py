@@ -48,7 +48,7 @@ class _SeedNumpy(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return None
         loader = spec.loader
-        exec_module = loader.exec_module  # type: ignore[attr-defined]
+        exec_module = loader.exec_module
         seed = self.seed
 
         def seeded(module: ModuleType) -> None:
