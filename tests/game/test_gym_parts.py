@@ -106,7 +106,8 @@ def test_each_family_names_its_actions_and_their_keys() -> None:
         full = family.keys(names)
         assert family.compose(["up", "right", "space"], full, names) == "UPRIGHTFIRE"
         assert family.compose(["left", "right"], full, names) == "RIGHT"  # the newest arrow of an axis wins
-        assert family.compose(["space", "left"], keys, ["NOOP", "FIRE", "RIGHT", "LEFT"]) == "LEFT"  # no LEFTFIRE: fire goes first
+        # no LEFTFIRE here: fire goes first
+        assert family.compose(["space", "left"], keys, ["NOOP", "FIRE", "RIGHT", "LEFT"]) == "LEFT"
         assert family.default_fps() == 15.0  # 60 Hz over a frame skip of 4
     finally:
         breakout.close()

@@ -89,7 +89,8 @@ def served(*args: str, env: dict[str, str]) -> Iterator[Gym]:
         reader.join(5)
 
 
-def run_wrapper(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_wrapper(*args: str, env: dict[str, str], cwd: Path | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The wrapper run to its end (a usage error, --init, a failure to start)."""
     return subprocess.run([PYTHON, "-m", "game_bridge_mcp.game.gym", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)

@@ -19,6 +19,7 @@ ACTIONS = "actions"
 EPISODE = "episode"
 #: The largest seed ``reset`` takes (JSON's exact integers).
 MAX_SEED = 2 ** 53
+SEED_HELP = f"The episode's seed, 0 to {MAX_SEED} (default: the next of the run's seeds, drawn from --seed)."
 #: Most characters one ``type`` sends.
 MAX_TYPED = 256
 #: Key names an agent may use for others.
@@ -43,9 +44,9 @@ def action_argument(engine: Engine) -> Any:
     if name == "Text":
         return Annotated[str, Arg(words, schema=schema)]
     if name == "Dict":
-        return Annotated[dict, Arg(words, schema=schema)]
+        return Annotated[dict[str, Any], Arg(words, schema=schema)]
     if name in ("Box", "MultiDiscrete", "MultiBinary", "Tuple"):
-        return Annotated[list, Arg(words, schema=schema)]
+        return Annotated[list[Any], Arg(words, schema=schema)]
     return Annotated[str, Arg(words + " As JSON text.")]
 
 
@@ -82,9 +83,9 @@ def register(bridge: GameBridge, engine: Engine) -> None:
         "Refused once the episode has ended: reset starts the next.")
     bridge.command(act, toolset=ACTIONS)
 
-    def reset(seed: Annotated[int, Arg(f"The episode's seed, 0 to {MAX_SEED} (default: the next of the run's "
-                                       "seeds, drawn from --seed).", minimum=0, maximum=MAX_SEED)] = None,  # type: ignore[assignment]
-              options: Annotated[dict[str, Any], Arg("The environment's reset options, a JSON object.")] = None  # type: ignore[assignment]
+    def reset(seed: Annotated[int, Arg(SEED_HELP, minimum=0, maximum=MAX_SEED)] = None,  # type: ignore[assignment]
+              options: Annotated[dict[str, Any],
+                                 Arg("The environment's reset options, a JSON object.")] = None  # type: ignore[assignment]
               ) -> dict[str, Any]:
         """Start a new episode: env.reset(seed, options). The same seed gives the same episode for
         the same actions."""

@@ -123,7 +123,8 @@ def _renderings(engine: Any, env: Any, modes: list[str], rgb: Any) -> list[str]:
             if not engine.pictures:
                 notes.append(f"no picture: its {mode} rendering is not an RGB image")
         except Exception as exc:  # noqa: BLE001 - a rendering that needs what is missing (pygame, a display)
-            notes.append(f"no picture: its {mode} rendering failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+            why = " ".join(str(exc).split())[:300]
+            notes.append(f"no picture: its {mode} rendering failed: {type(exc).__name__}: {why}")
     if engine.shown()["text"] is None:
         notes.append("no text picture (ui.text): the environment has no text rendering the wrapper knows "
                      "(ansi, or its family's)")
@@ -167,11 +168,12 @@ def _description(env_id: str, env: Any, family: Any) -> str:
     from . import _spaces
 
     unwrapped = env.unwrapped
-    names = family.action_names() if _spaces.kind(env.action_space) == "Discrete" else None
+    names: list[str] | None = family.action_names() if _spaces.kind(env.action_space) == "Discrete" else None
     actions = f"its actions: {', '.join(names[:DESCRIBED_ACTIONS])}{', ...' if len(names) > DESCRIBED_ACTIONS else ''}" \
         if names else f"its action space: {str(env.action_space)[:200]}"
-    return (f"{env_id}: a {family.label} environment ({type(unwrapped).__name__}) run unmodified by game-bridge-mcp's "
-            "gym wrapper. One simulation frame is one env.step with the held action. act {action, frames} takes an "
+    kind = f"{family.label}: {type(unwrapped).__name__}"
+    return str(f"{env_id}: a Gymnasium environment ({kind}) run unmodified by game-bridge-mcp's gym wrapper. "
+            "One simulation frame is one env.step with the held action. act {action, frames} takes an "
             "action for that many steps (on a paused game it runs them at once and answers with their reward); "
             f"{actions}. reset {{seed}} starts an episode. /state game: episode, step, reward, totalReward, terminated, "
             "truncated, lives, info, observation; ui.text shows the screen as text where it has one, screenshots "
