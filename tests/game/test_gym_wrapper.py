@@ -208,7 +208,8 @@ def test_a_running_clock_steps_with_the_held_action_and_waits_without_one(tmp_pa
 
 def test_an_environment_that_raises_in_step_is_reported_and_the_wrapper_stays(tmp_path: Path) -> None:
     with served("--make-kwargs", '{"space": "box", "raise_at": 3}', "gym_envs:GBTest/Corridor-v0",
-                env=gym_env(tmp_path)) as game:
+                env=dict(gym_env(tmp_path), GAME_BRIDGE_SEED="12")) as game:
+        assert game.doc("/state")["game"]["seed"] == 12  # the launch's seed, as for every wrapper
         failed = game.outcome(game.command("cmd=act&frames=5&action=" + q([0.1, 0.1]), wait=False)["commandId"])
         assert failed["ok"] is False and "step 3 of episode 1 raised RuntimeError: the corridor collapsed at step 3" \
             in failed["error"] and "reset" in failed["error"]

@@ -32,7 +32,7 @@ FrozenLake-v1), or MODULE:ID to import MODULE first (Gymnasium's own form).
   --port N           serve on 127.0.0.1:N (default 0: any free port; GAME_BRIDGE_DEBUG_PORT)
   --paused           start paused, before the first step (also GAME_BRIDGE_START_PAUSED=1)
   --seed N           the first episode's seed; later episodes reset without a seed get seeds
-                     drawn from it (default: a random one, shown in /state)
+                     drawn from it (default: GAME_BRIDGE_SEED, else 0; shown in /state)
   --size WxH         show the picture at this size (default: the environment's rendering)
   --make-kwargs JSON keyword arguments for gymnasium.make, a JSON object
                      (e.g. '{{"render_mode": "rgb_array", "frameskip": 1}}')

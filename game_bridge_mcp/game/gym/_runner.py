@@ -4,7 +4,6 @@ until ``close``, SIGTERM or SIGINT: its clock's frames are its steps (``serve.dr
 from __future__ import annotations
 
 import logging
-import secrets
 import signal
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +12,7 @@ from ..._version import __version__
 from ..wrapper.input import TOOLSET, key_command
 from ..wrapper.main import Cli, main as wrapper_main
 from ..wrapper.serve import Late, Say, assemble, drive, start
-from ..wrapper.options import UsageError
+from ..wrapper.options import UsageError, launch_seed
 from ._options import COMMAND_LINE, ROW, USAGE, Options, check_env_id, declaration
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,11 @@ def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts
                                      "same episode)."},
         state=late.state, on_close=lambda: _closed(late),
         snapshot=(lambda: late.engine.snapshots.save(), lambda data: late.engine.snapshots.load(data)))
-    seed_base = opts.seed if opts.seed is not None else secrets.randbelow(2 ** 31)
+    try:
+        seed_base = launch_seed(opts.seed)  # --seed, else GAME_BRIDGE_SEED, else 0: every wrapper's rule
+    except UsageError as exc:
+        say(str(exc))
+        return 2
     engine = Engine(env, family, bridge, env_id=env_id, seed_base=seed_base, autoreset=opts.autoreset,
                     journal=not callable(getattr(family, "native_save", None)))
     late.engine = engine
