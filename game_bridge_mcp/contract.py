@@ -74,7 +74,10 @@ SNAPSHOT_LOADED_EVENT = "snapshot:loaded"
 #: ``snapshot``: ``/health``'s field for the largest body ``POST /snapshot`` takes.
 SNAPSHOT_MAX_BYTES_FIELD = "snapshotMaxBytes"
 #: ``input``'s commands and the argument names each takes.
-INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action"), "text": ("text",)}
+INPUT_ARGS = {"key": ("key", "action", "frames"), "mouse": ("x", "y", "button", "action", "dx", "dy"),
+              "text": ("text",)}
+#: ``mouse``'s actions (``wheel`` scrolls by ``dx``, ``dy`` pixels at ``x``, ``y``).
+MOUSE_ACTIONS = ("click", "down", "up", "move", "wheel")
 #: ``view=digest`` keeps these top-level keys whole, and inside ``game`` only the scalar values.
 DIGEST_KEEPS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
 
@@ -139,13 +142,28 @@ PENDING = "pending"
 
 # ----------------------------------------------------------------------------- conditions
 
-#: The keys of a condition: ``{path, equals}``, ``{path, changes: true}`` or ``{event}``.
-CONDITION_KEYS = ("path", "equals", "changes", "event")
-CONDITION_SHAPES = "{path, equals}, {path, changes: true} or {event}"
+#: The keys of a condition: ``{path, equals}``, ``{path, changes: true}``, ``{event}`` or
+#: ``{screen: "changes" | "stable", frames, region}`` (the picture, for games whose state is pixels).
+CONDITION_KEYS = ("path", "equals", "changes", "event", "screen", "frames", "region")
+CONDITION_SHAPES = ('{path, equals}, {path, changes: true}, {event} or {screen: "changes"} / '
+                    '{screen: "stable", frames} (optionally with a region {x, y, width, height})')
+#: ``screen``'s waits, and ``stable``'s frames when not given.
+SCREEN_WAITS = ("changes", "stable")
+DEFAULT_STABLE_FRAMES = 10
+#: ``/screenshot?hash=1``: a hash of the picture (or of a region of it) instead of an image.
+SCREEN_HASH_PARAM = "hash"
+REGION_KEYS = ("x", "y", "width", "height")
 #: A condition's ``timeoutMs`` (``until`` and ``wait_for``; ``advance`` counts frames).
 TIMEOUT_KEY = "timeoutMs"
 DEFAULT_WAIT_MS = 5000
 MAX_WAIT_MS = 600_000
+
+
+#: What a tool says of ``screen``, ``frames`` and ``region`` (the same for every tool).
+SCREEN_WORDS = ("Wait on the picture (a game with the screenshot feature): 'changes' (it differs from before) "
+                "or 'stable' (unchanged for frames frames). For games whose state is only pixels.")
+FRAMES_WORDS = f"With screen 'stable': how many frames the picture must hold still (default {DEFAULT_STABLE_FRAMES})."
+REGION_WORDS = "With screen: only this part of the picture, in the game window's pixels (as mouse takes them)."
 
 
 def condition_properties(*, path: str, equals: str, changes: str, event: str, timeout: str) -> dict[str, Any]:
@@ -156,4 +174,10 @@ def condition_properties(*, path: str, equals: str, changes: str, event: str, ti
         "equals": {"description": equals},
         "changes": {"type": "boolean", "description": changes},
         "event": {"type": "string", "description": event},
+        "screen": {"type": "string", "enum": list(SCREEN_WAITS), "description": SCREEN_WORDS},
+        "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": FRAMES_WORDS},
+        "region": {"type": "object", "description": REGION_WORDS, "additionalProperties": False,
+                   "required": list(REGION_KEYS),
+                   "properties": {key: {"type": "integer", "minimum": 1 if key in ("width", "height") else 0}
+                                  for key in REGION_KEYS}},
         TIMEOUT_KEY: {"type": "integer", "minimum": 1, "maximum": MAX_WAIT_MS, "description": timeout}}

@@ -9,10 +9,14 @@ figure's medians, the median of the round-by-round differences and the ratio:
 * **launch to ready**: spawning ``python -m game_bridge_mcp.game.browser PAGE`` until
   ``/health`` answers, against a Python process with the library alone launching the
   browser and loading the same page (``launch`` + ``goto``, no wrapper).
-* **screenshot**: ``GET /screenshot`` at the default size (an 800x600 page, 768 x 768) on a
-  paused page, against a bare ``Page.captureScreenshot`` through the library.
+* **screenshot, 1:1**: ``GET /screenshot?maxWidth=800&maxHeight=600`` of the paused 800x600
+  page, against the library's own ``page.screenshot()`` of the same page (the same size).
+* **screenshot, scaled**: ``GET /screenshot`` at the default bounds (768 x 768: 768x576),
+  against a bare ``Page.captureScreenshot`` at that scale through the library.
 * **step {frames: 1}**: ``/command?cmd=step&frames=1`` then ``/state?after=<id>``, against
-  its floor: two kit HTTP round trips (``/health``) plus one ``page.evaluate`` round trip.
+  the library's own ``page.clock.run_for`` of one frame (17 ms) on the same page, paused
+  under its clock: what a script of its own would pay for a frame. (Issue 37's targets:
+  the step within 1.5x, the 1:1 screenshot within 1.1x.)
 * **fps**: the page's own animation frames per second, unpaused, through the wrapper and
   in the same browser without it.
 * **memory**: per instance, USS (what ending them frees) of the browser's processes, the
@@ -191,26 +195,34 @@ def floor_launch(browser: str, url: str) -> float:
 
 
 class FloorPage:
-    """The same page in a browser the library drives from this process: a bare
-    ``Page.captureScreenshot`` and a ``page.evaluate`` round trip, the floors."""
+    """The same page in a browser the library drives from this process, under the library's
+    clock, paused: its own ``page.screenshot()``, a bare ``Page.captureScreenshot`` at a
+    scale, and its own ``clock.run_for`` of one frame, the floors."""
 
     def __init__(self, playwright: Any, browser: str, url: str) -> None:
         self.chromium = playwright.chromium.launch(executable_path=browser, headless=True,
                                                    chromium_sandbox=os.geteuid() != 0)
         self.tab = self.chromium.new_context(viewport={"width": 800, "height": 600}).new_page()
+        self.tab.clock.install()
+        self.tab.clock.pause_at(time.time() + 1)
         self.tab.goto(url, wait_until="load")
         self.cdp = self.tab.context.new_cdp_session(self.tab)
-        self.tab.evaluate("benchHold(true)")  # still, as the wrapper's paused page is
 
     def shot(self) -> None:
         self.cdp.send("Page.captureScreenshot", {"format": "png", "clip": {
             "x": 0, "y": 0, "width": 800, "height": 600, "scale": 0.96}})
 
+    def own_shot(self) -> None:
+        self.tab.screenshot()
+
+    def frame(self) -> None:
+        self.tab.clock.run_for(17)
+
     def evaluate(self) -> None:
         self.tab.evaluate("1")
 
     def fps(self, seconds: float) -> float:
-        self.tab.evaluate("benchHold(false)")
+        self.tab.clock.resume()
         before = self.tab.evaluate("frames")
         started = time.perf_counter()
         self.tab.wait_for_timeout(seconds * 1000)
@@ -273,6 +285,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             readies.append(wrapper.ready_s)
         live = wrapper
         shots: tuple[list[float], list[float]] = ([], [])
+        whole: tuple[list[float], list[float]] = ([], [])
         steps: tuple[list[float], list[float]] = ([], [])
         with sync_playwright() as playwright:
             floor = FloorPage(playwright, browser, url)
@@ -280,11 +293,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 live.run("cmd=step&frames=2")
                 port = live.port
                 for _ in range(rounds * 10):
+                    whole[0].append(timed(lambda: get(port, "/screenshot?maxWidth=800&maxHeight=600")))
+                    whole[1].append(timed(floor.own_shot))
                     shots[0].append(timed(lambda: get(port, "/screenshot")))
                     shots[1].append(timed(floor.shot))
                 for _ in range(rounds * 20):
                     steps[0].append(timed(lambda: live.run("cmd=step&frames=1")))
-                    steps[1].append(timed(lambda: (get(port, "/health"), get(port, "/health"), floor.evaluate())))
+                    steps[1].append(timed(floor.frame))
                 mem = memory(token)
                 live.run("cmd=resume")
                 before = doc(port, "/state")["game"]["frames"]
@@ -299,8 +314,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         report["rows"] = [
             row("launch to ready (s)", readies, floor_launches, "a process: the library launches, goto",
                 scale=1, digits=2),
+            row("screenshot, 800x600 page 1:1 (ms)", *whole, "the library's page.screenshot()", scale=1000,
+                digits=1),
             row("screenshot, 800x600 page at 768 (ms)", *shots, "bare Page.captureScreenshot", scale=1000, digits=1),
-            row("step {frames: 1} (ms)", *steps, "two kit round trips + page.evaluate", scale=1000, digits=2),
+            row("step {frames: 1} (ms)", *steps, "the library's clock.run_for(17)", scale=1000, digits=2),
         ]
         report["fps"] = {"wrapped": round(fps, 1), "plain": round(plain_fps, 1)}
         report["memory"] = mem

@@ -252,10 +252,10 @@ class FeatureChecks(CheckSession):
                                 f"(it has {', '.join(sorted(have)) or 'none'})")
         if problems:
             self.report(FAIL, "input: the commands are not as docs/contract.md names them", *problems,
-                        "key {key, action, frames}, mouse {x, y, button, action}, text {text}.")
+                        "key {key, action, frames}, mouse {x, y, button, action, dx, dy}, text {text}.")
             return
-        self.report(PASS, "input: key {key, action, frames}, mouse {x, y, button, action} and text {text} are "
-                          "published with the contract's argument names")
+        self.report(PASS, "input: key {key, action, frames}, mouse {x, y, button, action, dx, dy} and text {text} "
+                          "are published with the contract's argument names")
 
 
 def _good_entry(entry: Any) -> bool:

@@ -19,6 +19,7 @@ from .digest import get_path, shown_value
 from . import inputs as timed_inputs
 from .events import Shown, answer_digest
 from .outcome import command_outcome
+from .screen import check_screen, with_screen
 from .waiting import Condition
 
 #: The environment variable that starts a game paused (``clock``).
@@ -50,6 +51,8 @@ def until_shape(condition: Condition) -> str:
 
     if condition.event is not None:
         shape: dict[str, Any] = {"event": condition.event}
+    elif condition.screen is not None:
+        shape = {"screen": condition.screen, **({"frames": condition.frames} if condition.screen == "stable" else {})}
     elif condition.changes:
         shape = {"path": condition.path, "changes": True}
     else:
@@ -95,6 +98,8 @@ class Advance:
             return timed_inputs.run(self, count or 0, timed_inputs.parse(inputs, count))
         self.condition = condition
         self.digest = condition is None or condition.digest_answers is not False
+        if condition is not None:
+            check_screen(self.client, condition)
         state = self.start()
         generation = self.client.generation
         if condition is None:
@@ -102,11 +107,12 @@ class Advance:
             return self.answer(state, matched=True)
         bounds = [b for b in (count, bound) if b is not None]
         limit = min(bounds) if bounds else DEFAULT_MAX_FRAMES
+        state = with_screen(self.client, condition, state)  # (a picture condition: its hash beside it)
         watch = condition.watch(baseline=state)
         matched = watch.observe(state)  # what already holds needs no frame
         while not matched and self.advanced < limit:
             polling.check_cancelled()  # a cancelled call ends between frames, not after maxFrames
-            state = self.step(1, state, generation)
+            state = with_screen(self.client, condition, self.step(1, state, generation))
             matched = watch.observe(state)
             if not matched:
                 polling.report_progress(self.advanced, limit, f"advancing until {condition.describe()}: "
@@ -114,9 +120,11 @@ class Advance:
         if not matched:
             self.notes.append(f"until {until_shape(condition)} did not hold within {limit} frames; "
                               "the game stays paused here. Advance again to go on.")
-        seen: dict[str, Any] = {"event": condition.event} if condition.event is not None else {"path": condition.path}
+        seen: dict[str, Any] = ({"event": condition.event} if condition.event is not None
+                                else {} if condition.screen is not None  # (the digest's screen is ui.screen)
+                                else {"path": condition.path})
         seen.update(watch.report())
-        if matched and condition.event is None:
+        if matched and condition.event is None and condition.screen is None:
             seen["value"] = shown_value(watch.value)  # the value the condition held with (as wait_for says it)
         if condition.changes and watch.initial is not None:
             seen["initialValue"] = shown_value(watch.initial[1])

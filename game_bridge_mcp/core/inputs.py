@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..contract import INPUT
+from ..contract import MOUSE_ACTIONS as CONTRACT_MOUSE_ACTIONS
 from ..errors import BridgeUsageError
 from ..jsonio import as_int
 from .outcome import command_outcome
@@ -16,7 +17,7 @@ from .outcome import command_outcome
 MAX_INPUTS = 256
 MAX_TEXT = 1000
 KEY_ACTIONS = ("press", "down", "up")
-MOUSE_ACTIONS = ("click", "down", "up", "move")
+MOUSE_ACTIONS = CONTRACT_MOUSE_ACTIONS
 _KINDS = ("key", "mouse", "text")
 
 
@@ -97,10 +98,11 @@ def _key(where: str, entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def _mouse(where: str, mouse: Any) -> dict[str, Any]:
     if not isinstance(mouse, Mapping):
-        raise BridgeUsageError(f"{where}: 'mouse' must be an object {{x, y, button?, action?}}.")
-    extra = sorted(set(mouse) - {"x", "y", "button", "action"})
+        raise BridgeUsageError(f"{where}: 'mouse' must be an object {{x, y, button?, action?, dx?, dy?, scale?}}.")
+    extra = sorted(set(mouse) - {"x", "y", "button", "action", "dx", "dy", "scale"})
     if extra:
-        raise BridgeUsageError(f"{where}: unknown field 'mouse.{extra[0]}'; it takes x, y, button, action.")
+        raise BridgeUsageError(f"{where}: unknown field 'mouse.{extra[0]}'; it takes x, y, button, action, "
+                               "dx, dy, scale.")
     args: dict[str, Any] = {}
     for axis in ("x", "y"):
         value = _whole(mouse.get(axis), 0, 1 << 31)
@@ -113,6 +115,17 @@ def _mouse(where: str, mouse: Any) -> dict[str, Any]:
     if action not in MOUSE_ACTIONS:
         raise BridgeUsageError(f"{where}: 'mouse.action' is one of {', '.join(MOUSE_ACTIONS)}, not {action!r}.")
     args.update(button=button, action=action)
+    for delta in ("dx", "dy"):  # the wheel's (the game checks them with the action)
+        if delta in mouse:
+            value = _whole(mouse[delta], -(1 << 31), 1 << 31)
+            if value is None:
+                raise BridgeUsageError(f"{where}: 'mouse.{delta}' must be a whole number of pixels.")
+            args[delta] = value
+    if "scale" in mouse:
+        scale = mouse["scale"]
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
+            raise BridgeUsageError(f"{where}: 'mouse.scale' is get_screenshot's scale, more than 0 and at most 1.")
+        args["scale"] = scale
     return args
 
 

@@ -170,6 +170,9 @@ class Screenshots:
                                   "file": str(saved) if saved is not None else None}
         if shot.window is not None:
             result["window"] = {"width": shot.window[0], "height": shot.window[1]}
+            if shot.window[0] > 0 and info.width != shot.window[0]:
+                # picture pixels per window pixel: a wrapper's mouse takes the picture's pixels with it
+                result["scale"] = round(info.width / shot.window[0], 4)
         if not changed and not always:
             notes.append("The picture is byte-identical to this port's previous screenshot (changed: false), so no "
                          "image was sent: nothing new to look at. always: true sends it anyway; file has it.")

@@ -1,6 +1,8 @@
-"""Conditions on the game's state (``{path, equals}``, ``{path, changes}``, ``{event}``), watched
-state by state, and waiting for one under one absolute deadline: the one implementation behind
-``wait_for``, ``until`` and ``advance``."""
+"""Conditions on the game's state (``{path, equals}``, ``{path, changes}``, ``{event}``) and on
+its picture (``{screen: "changes"}``, ``{screen: "stable", frames}``, optionally in a region),
+watched state by state, and waiting for one under one absolute deadline: the one
+implementation behind ``wait_for``, ``until`` and ``advance``. A picture condition reads the
+hash its caller fetched beside each state (``screen.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import polling
-from ..contract import CONDITION_KEYS, CONDITION_SHAPES, DEFAULT_WAIT_MS, MAX_WAIT_MS, TIMEOUT_KEY
+from ..contract import (CONDITION_KEYS, CONDITION_SHAPES, DEFAULT_STABLE_FRAMES, DEFAULT_WAIT_MS, MAX_STEP_FRAMES,
+                        MAX_WAIT_MS, SCREEN_WAITS, TIMEOUT_KEY)
+from ..wire.screen import Region
 from .digest import digest_keeps, event_text, get_path, json_equal, shown_value
 from ..errors import BridgeUsageError, GameOffline
 from ..jsonio import as_int
@@ -30,12 +34,26 @@ class Condition:
     has_equals: bool = False
     changes: bool = False
     event: str | None = None
+    #: ``changes`` or ``stable``: the picture, not the state.
+    screen: str | None = None
+    #: With ``stable``: frames the picture holds still.
+    frames: int = DEFAULT_STABLE_FRAMES
+    region: Region | None = None
     #: The tool the condition belongs to, for messages.
     what: str = "wait_for"
 
     def check(self) -> None:
-        if sum([self.has_equals, self.changes, self.event is not None]) != 1:
-            raise BridgeUsageError(f"{self.what} needs exactly one condition: path + equals, path + changes: true, or event.")
+        if sum([self.has_equals, self.changes, self.event is not None, self.screen is not None]) != 1:
+            raise BridgeUsageError(f"{self.what} needs exactly one condition: path + equals, path + changes: true, "
+                                   "event, or screen.")
+        if self.screen is not None:
+            if self.screen not in SCREEN_WAITS or self.path is not None:
+                raise BridgeUsageError(f"{self.what}: screen is \"changes\" or \"stable\" (with frames), on its own "
+                                       f"or with a region; got screen {str(self.screen)[:40]!r}"
+                                       + (" and a path" if self.path is not None else "") + ".")
+            if isinstance(self.frames, bool) or not isinstance(self.frames, int) or not 1 <= self.frames <= MAX_STEP_FRAMES:
+                raise BridgeUsageError(f"{self.what}: frames must be a whole number from 1 to {MAX_STEP_FRAMES}.")
+            return
         if (self.has_equals or self.changes) and not self.path:
             raise BridgeUsageError(f"{self.what}: 'path' is required with 'equals' or 'changes' "
                                    "(a dotted path into /state, e.g. 'game.score').")
@@ -64,8 +82,13 @@ class Condition:
             timeout_ms = as_int(spec.get("timeoutMs"))
             if timeout_ms is None or not 1 <= timeout_ms <= MAX_WAIT_MS:
                 raise BridgeUsageError(f"{what}: 'timeoutMs' must be a whole number of milliseconds from 1 to {MAX_WAIT_MS}.")
+        if ("frames" in spec or "region" in spec) and "screen" not in spec:
+            raise BridgeUsageError(f"{what}: frames and region go with screen. {usage}.")
+        region = Region.parse(spec["region"], what) if spec.get("region") is not None else None
+        frames = spec.get("frames", DEFAULT_STABLE_FRAMES)
         condition = cls(path=spec.get("path"), equals=spec.get("equals"), has_equals="equals" in spec,
-                        changes=changes, event=spec.get("event"), what=what)
+                        changes=changes, event=spec.get("event"), screen=spec.get("screen"),
+                        frames=DEFAULT_STABLE_FRAMES if frames is None else frames, region=region, what=what)
         condition.check()
         return condition, timeout_ms
 
@@ -73,13 +96,13 @@ class Condition:
     def needs_baseline(self) -> bool:
         """Whether it should be watched from a state taken before the action (``changes``
         differs from it; ``event`` must be new since it)."""
-        return self.changes or self.event is not None
+        return self.changes or self.event is not None or self.screen == "changes"
 
     @property
     def digest_answers(self) -> bool | None:
         """Whether ``/state?view=digest`` is enough to evaluate it: True; None (a
         ``game.<key>``, kept in the digest only while its value is a scalar); or False."""
-        if self.event is not None:
+        if self.event is not None or self.screen is not None:
             return True
         keeps = digest_keeps(self.path or "")
         if keeps is None and self.has_equals and isinstance(self.equals, (dict, list)):
@@ -92,6 +115,9 @@ class Condition:
 
     def describe(self) -> str:
         """The condition in words: ``game.moving equals 0``."""
+        if self.screen is not None:
+            where = f"{self.region.describe()} of the picture" if self.region is not None else "the picture"
+            return f"{where} changes" if self.screen == "changes" else f"{where} holds still for {self.frames} frames"
         if self.event is not None:
             return f"an event containing {self.event!r:.80}"
         if self.changes:
@@ -141,9 +167,16 @@ class Watch:
     _since_seq: int | None = field(default=None, repr=False)
     #: Without seq: the events of the last state looked at (from the baseline on).
     _previous: list[Any] | None = field(default=None, repr=False)
+    #: ``screen``: the picture's hash last seen, the frame it was first seen at, the last frame.
+    _shown: tuple[str, int | None] | None = field(default=None, repr=False)
+    last_change: int | None = None
+    _frame: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.baseline is None:
+            return
+        if self.condition.screen is not None:
+            self._see(self.baseline)
             return
         if self.condition.event is not None:
             events = self.baseline.get("events")
@@ -153,9 +186,38 @@ class Watch:
         elif self.condition.changes:
             self.initial = get_path(self.baseline, self.condition.path or "")
 
+    def _see(self, state: Mapping[str, Any]) -> bool:
+        """The picture beside ``state``: whether it differs from the one seen before."""
+        seen = getattr(state, "screen", None)
+        if seen is None:
+            raise BridgeUsageError(f"{self.condition.what}: no picture was fetched beside the state "
+                                   "(the bridge's own mistake: please report it).")
+        frame = as_int(state.get("simFrame"))
+        frame = as_int(state.get("frame")) if frame is None else frame
+        self._frame = frame
+        self.found, self.value = True, seen.hash
+        if self._shown is None or self._shown[0] != seen.hash:
+            changed = self._shown is not None
+            self._shown = (seen.hash, frame)
+            if changed:
+                self.last_change = frame
+            return changed
+        return False
+
     def observe(self, state: Mapping[str, Any]) -> bool:
         """Evaluate the condition in ``state``; True when it holds there."""
         condition = self.condition
+        if condition.screen is not None:
+            first = self._shown is None
+            changed = self._see(state)
+            if condition.screen == "changes":
+                self.matched = changed
+            else:
+                assert self._shown is not None
+                since = self._shown[1]
+                self.matched = not first and since is not None and self._frame is not None and \
+                    self._frame - since >= condition.frames
+            return self.matched
         if condition.event is not None:
             events = state.get("events")
             entries = list(events) if isinstance(events, list) else []
@@ -189,6 +251,11 @@ class Watch:
         ``lastValue``; ``pathFound: false`` when the path was never there."""
         condition = self.condition
         out: dict[str, Any] = {}
+        if condition.screen is not None:
+            out["screenHash"] = self.value
+            if self.last_change is not None:
+                out["lastChangeFrame"] = self.last_change
+            return out
         if condition.event is not None:
             if self.matched:
                 out["value"] = self.value
@@ -205,6 +272,10 @@ class Watch:
     def miss_note(self, total_ms: int) -> str:
         """Why it did not hold, for the answer at the deadline."""
         condition = self.condition
+        if condition.screen == "stable":
+            changed = (f"; it last changed at frame {self.last_change}" if self.last_change is not None
+                       else "; it never held still long enough")
+            return f"{condition.describe()} did not happen within {total_ms}ms{changed}."
         if condition.path is not None and not self.found:
             return (f"{condition.path} was not in the state within {total_ms}ms. Check the path "
                     "(dotted, e.g. game.score) against get_state.")
@@ -272,7 +343,9 @@ def wait_for_state(poll: Callable[[int | None], Mapping[str, Any]], condition: C
     watch = condition.watch()
     waited = wait_until(poll, watch, timeout_ms=timeout_ms, poll_cost_s=poll_cost_s)
     result: dict[str, Any] = {"tool": "wait_for", "matched": waited.matched}
-    if condition.event is not None:
+    if condition.screen is not None:
+        result.update(watch.report())  # (no "screen" key: the digest's screen is ui.screen)
+    elif condition.event is not None:
         result["event"] = condition.event
         if waited.matched:
             result["value"] = shown_value(watch.value)

@@ -50,6 +50,8 @@ MAX_GRACE_MS = 600_000
 EXIT_STATUS_S = 1.0
 #: Upper bound for a launch timeout given as an argument (a day).
 MAX_TIMEOUT_MS = 86_400_000
+#: Stopped instances whose output ``log`` still reads (each until the next launch on its port).
+ENDED_KEPT = 32
 
 
 def _describe_exit(answer: dict[str, Any], inst: LaunchedInstance) -> None:
@@ -87,6 +89,7 @@ class Launcher:
         self._log_dir_arg = log_dir
         self._log_dir: Path | None = None
         self._instances: dict[int, LaunchedInstance] = {}
+        self._ended: dict[int, LaunchedInstance] = {}  # stopped: their output, until the port's next launch
         self._lock = threading.Lock()
         self._closed = False
         #: Detached (``call launch_instance --keep``): the game outlives this process, so it
@@ -117,6 +120,11 @@ class Launcher:
         """Whether this bridge launched (and still tracks) an instance on ``port``."""
         with self._lock:
             return port in self._instances
+
+    def has_output(self, port: int) -> bool:
+        """Whether ``log`` reads output for ``port`` (a tracked instance, or one stopped since)."""
+        with self._lock:
+            return port in self._instances or port in self._ended
 
     def launched_ports(self) -> list[int]:
         with self._lock:
@@ -192,7 +200,14 @@ class Launcher:
             raise BridgeUsageError(f"since must be a line number from a previous 'next' (0 or more), not {since!r}.")
         with self._lock:
             inst = self._instances.get(port)
+            ended = self._ended.get(port) if inst is None else None
             ports = sorted(self._instances)
+        if ended is not None:  # stopped: what it wrote, and that it has stopped
+            answer = {"port": port, **ended.capture.read(lines, since), "logFile": str(ended.capture.log_path),
+                      "running": False, "exitCode": ended.exit_code, "stopped": True}
+            answer["note"] = "The instance has stopped; its output is kept until the next launch on this port."
+            _describe_exit(answer, ended)
+            return answer
         if inst is None:
             held = f" Instances launched here: {', '.join(map(str, ports))}." if ports else ""
             raise BridgeUsageError(
@@ -311,6 +326,7 @@ class Launcher:
                                       log_cap_bytes=self.log_cap_bytes,
                                       detached=self.detached, plan=plan, containment=self._containment)
                 self._instances[port] = inst
+                self._ended.pop(port, None)
         except OSError as exc:
             os.close(log_fd)
             Containment.release(plan)
@@ -480,6 +496,9 @@ class Launcher:
         with self._lock:
             if self._instances.get(inst.port) is inst:
                 del self._instances[inst.port]
+                self._ended[inst.port] = inst
+                while len(self._ended) > ENDED_KEPT:
+                    self._ended.pop(next(iter(self._ended)))
         inst.release()
         self._watcher.send({"op": "forget", "id": inst.launch_id})
 

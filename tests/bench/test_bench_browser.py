@@ -26,7 +26,8 @@ def test_quick_mode_reports_every_figure_and_leaves_nothing_behind(short_tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     figures = {row["figure"]: row for row in report["rows"]}
-    assert set(figures) == {"launch to ready (s)", "screenshot, 800x600 page at 768 (ms)", "step {frames: 1} (ms)"}
+    assert set(figures) == {"launch to ready (s)", "screenshot, 800x600 page 1:1 (ms)",
+                            "screenshot, 800x600 page at 768 (ms)", "step {frames: 1} (ms)"}
     for row in figures.values():
         assert row["wrapper"]["median"] > 0 and row["floor"]["median"] > 0 and row["wrapper"]["n"] >= 2
         assert row["over"]["n"] == row["wrapper"]["n"] == row["floor"]["n"] and row["ratio"] > 0  # paired rounds

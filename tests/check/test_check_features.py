@@ -152,6 +152,7 @@ LYING = [
     ("screenshot-never", {"screenshot"}, "no answer within 1000 ms"),
     ("screenshot-503-bad", {"screenshot"}, "answered 503 without"),
     ("input-wrong-args", {"input"}, "'key' has no argument key"),
+    ("input-no-wheel", {"input"}, "'mouse' has no arguments dx, dy"),
     ("screenshot-no-window", {"input", "screenshot"}, "no X-Game-Window header"),
     ("snapshot-load-partial", {"snapshot", "results", "clock"}, "/state is not what it was at saving: simFrame"),
     ("snapshot-post-unchecked", {"snapshot", "results", "clock"}, "POST /snapshot took bytes that are not this build's"),

@@ -107,6 +107,9 @@ def test_a_page_reads_only_its_files_and_stays_where_it_was_opened(tree: Path, g
         for refused in (".secret", "sub/.git/config", "sub/", "link", "linkdir/x.txt", "nosuch.js",
                         "%2e%2e/outside.txt"):
             assert asked[refused][0] == 404 and "SECRET" not in asked[refused][1], (refused, asked[refused])
+        # a load that failed is a console error that names what failed to load
+        assert wait_until(lambda: any(e["m"] == "console:error" and e.get("url", "").endswith("/nosuch.js")
+                                      for e in game.events()), 10), game.events()
         for where in ("http://127.0.0.1:9/", "https://example.com/"):
             command = game.send("cmd=go&url=" + where.replace(":", "%3A").replace("/", "%2F"))
             game.outcome(command)

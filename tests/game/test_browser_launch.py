@@ -68,8 +68,16 @@ def test_options_and_what_may_be_opened() -> None:
         resolve_target(str(PAGES.parent), allow_remote=False)
     local = resolve_target(str(PAGES), allow_remote=False)
     assert local.root == PAGES and local.path == "index.html"
-    argv = declaration(parse(["--size", "640x480", str(PAGES)]))["launch"]["argv"]
-    assert argv == ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}", "--size", "640x480", str(PAGES)]
+    made = declaration(parse(["--size", "640x480", "--seed", "3", "--date", "2024-10-31", str(PAGES)]))
+    assert made["launch"]["argv"] == ["{python}", "-m", "game_bridge_mcp.game.browser", "--port", "{port}", "--size",
+                                      "640x480", "--seed", "3", "--date", "2024-10-31", str(PAGES)]
+    # --init names the game after the page's title, else its folder or file, else its address
+    assert made["name"] == "Web Peer (web page, through game-bridge-mcp)"
+    untitled = PAGES / "files"
+    assert declaration(parse([str(untitled / "sub" / "page.html")]))["name"].startswith("page.html (web page")
+    assert declaration(parse(["http://127.0.0.1:8000/game/"]))["name"].startswith("127.0.0.1:8000/game/ (web page")
+    with pytest.raises(UsageError, match="ISO 8601"):
+        parse(["--date", "yesterday", "x.html"])
 
 
 @pytest.mark.slow

@@ -182,6 +182,38 @@ def test_running_the_page_runs_its_frames_and_pause_holds_it(game: Wrapped) -> N
     assert game_state(game)["frames"] == held
 
 
+@pytest.mark.slow
+def test_a_canvas_move_ends_when_its_picture_holds_still(game: Wrapped) -> None:
+    """advance until the picture (the page's canvas: the mover moves while right is held)
+    holds still, through the bridge: the hash of the canvas, every frame."""
+    import anyio
+
+    from game_bridge_mcp.mcp_server.adapter import BridgeServer
+    from loop_helpers import bridge_for
+    from mcp_harness import connect, data
+
+    async def main() -> None:
+        async with connect(BridgeServer(bridge_for(game.port))) as client:
+            async def call(name: str, **arguments: Any) -> Any:
+                return data(await client.call_tool("call_tool", {"name": name, "port": game.port,
+                                                                 "arguments": arguments}))
+
+            still = await call("advance", until={"screen": "stable", "frames": 3})
+            assert still["matched"] is True and still["framesAdvanced"] == 3  # nothing moves: 3 frames
+            x0 = game_state(game)["x"]
+            await call("key", key="right", frames=6)
+            moved = await call("advance", until={"screen": "stable", "frames": 4})
+            assert moved["matched"] is True and moved["framesAdvanced"] == 6 + 4, moved  # moved 6, then held 4
+            assert game_state(game)["x"] == x0 + 6
+            # a region the mover is not in: nothing there changes
+            await call("key", key="right", frames=3)
+            away = await call("advance", until={"screen": "changes", "region": {"x": 0, "y": 0, "width": 200,
+                                                                                   "height": 30}}, maxFrames=5)
+            assert away["matched"] is False and away["framesAdvanced"] == 5
+
+    anyio.run(main)
+
+
 def test_close_ends_the_wrapper_and_its_browser(game: Wrapped) -> None:
     game.doc("/command?cmd=close")
     assert game.proc is not None and game.proc.wait(30) == 0

@@ -69,6 +69,16 @@ def test_input_is_delivered_and_errors_say_what_is_valid(tmp_path: Path) -> None
         assert events[-2:] == ["keydown:left", "keyup:left"]
         assert game.doc("/state")["pygame"]["keysDown"] == []
 
+        # the pointer in a half-size picture's pixels (its scale), and the wheel as pygame's events
+        click = game.command("cmd=mouse&x=40&y=30&scale=0.5", wait=False)
+        wheel = game.command("cmd=mouse&x=40&y=30&scale=0.5&action=wheel&dy=300", wait=False)
+        game.command("cmd=step&frames=3")
+        assert game.outcome(click["commandId"])["result"]["window"] == {"x": 81, "y": 61}
+        assert game.outcome(wheel["commandId"])["result"]["dy"] == 300
+        assert game.doc("/state")["game"]["mice"] == [["down", 1, [81, 61]], ["wheel", 0, -3, -3.0],
+                                                         ["down", 5, [81, 61]], ["down", 5, [81, 61]],
+                                                         ["down", 5, [81, 61]]]
+
 
 @pytest.mark.slow
 def test_close_posts_quit_and_the_games_exit_code_is_kept(tmp_path: Path) -> None:

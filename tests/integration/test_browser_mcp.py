@@ -66,12 +66,14 @@ def test_an_agent_plays_2048_over_mcp_and_leaves_no_browser(tmp_path: Path, guar
             again, picture = await look(client, port)
             assert again["changed"] is False and picture is None  # nothing new to look at
             # keys: moves until the score moves (tiles merge), each delivered on a stepped frame
-            score = lambda s: int(s["ui"]["text"].split("\n")[1].split()[0])  # noqa: E731 - "2048\n<score> <best>"
+            score = lambda s: int(s["ui"]["text"].split("\n")[0].split()[1])  # noqa: E731 - "2048 <score> <best>"
             for key in ["left", "right", "up", "down"] * 8:
                 pressed = await call(client, port, "key", {"key": key})
                 assert pressed["applied"] is False and pressed["pending"] is True  # paused: waits for frames
-                advanced = await call(client, port, "advance", {"frames": 2})
+                answer = await client.call_tool("call_tool", {"port": port, "name": "advance", "arguments": {"frames": 2}})
+                advanced = data(answer)
                 assert [(d["tool"], d["ok"]) for d in advanced["delivered"]] == [("key", True)], advanced
+                assert len(text(answer)) < 1500, text(answer)  # a DOM game's move costs little to read
                 if score(await call(client, port, "get_state")) > 0:
                     break
             played = await call(client, port, "get_state")

@@ -184,8 +184,16 @@ def test_log_cursor_semantics(tmp_path: Path, launchers: LauncherFactory) -> Non
     with pytest.raises(BridgeUsageError):
         launcher.log(port, since=True)
     assert launcher.stop(port)["how"] == "already exited"
+    # stopped: its output is still read, said to have stopped, until the next launch on the port
+    kept = launcher.log(port, lines=2)
+    assert kept["lines"] == ["command close", "closed cleanly"] and kept["stopped"] is True
+    assert kept["running"] is False and kept["exitCode"] == 0 and "has stopped" in kept["note"]
+    assert launcher.has_output(port) and not launcher.is_launched(port)
+    again = launcher.launch(port=port)["port"]
+    assert again == port and "stopped" not in launcher.log(port) and launcher.log(port)["running"] is True
+    launcher.stop(port)
     with pytest.raises(BridgeUsageError, match="launch_instance"):
-        launcher.log(port)
+        launcher.log(port + 1)
 
 
 def test_log_file_is_private(tmp_path: Path, launchers: LauncherFactory) -> None:

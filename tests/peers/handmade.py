@@ -50,7 +50,7 @@ Commands (``/tools`` toolset ``play``; clock and input commands only with the fe
 - ``noop``; ``close`` (answers, then stops serving and exits its loop).
 - ``pause``, ``resume``, ``step {frames}`` (1..10000, default 1; completes only after
   its frames have run; commands behind it wait).
-- ``key {key, action, frames}``, ``mouse {x, y, button, action}``, ``text {text}``:
+- ``key {key, action, frames}``, ``mouse {x, y, button, action, dx, dy}``, ``text {text}``:
   recorded in ``game.lastInput`` and completed on the next simulated frame (on a
   paused game: the next stepped one; this game has no real devices, only the names are
   the point). Commands complete in queue order: ``completedCommandId`` reaches ``N``
@@ -130,6 +130,7 @@ LIES = {
     "screenshot-no-window": "screenshot: no X-Game-Window header, though input is advertised",
     "screenshot-503-bad": "screenshot: 503 with a text body, not {ok: false, error}",
     "input-wrong-args": "input: key takes 'name' instead of 'key', mouse has no button",
+    "input-no-wheel": "input: mouse has no wheel (no dx, dy)",
     "snapshot-load-partial": "snapshot: a load gives back the world but not simFrame",
     "snapshot-post-unchecked": "snapshot: POST /snapshot stores any bytes, unchecked (a load of junk then fails)",
 }
@@ -601,7 +602,11 @@ class HandmadeGame:
         if "input" in self.features:
             key_name = "name" if "input-wrong-args" in self.lies else "key"
             mouse = [arg("x", "integer", "window x"), arg("y", "integer", "window y"),
-                     arg("action", "string", "click, down, up or move", enum=["click", "down", "up", "move"])]
+                     arg("action", "string", "click, down, up, move or wheel",
+                         enum=["click", "down", "up", "move", "wheel"])]
+            if "input-no-wheel" not in self.lies:
+                mouse += [arg("dx", "integer", "wheel: pixels right", default="0"),
+                          arg("dy", "integer", "wheel: pixels down", default="0")]
             if "input-wrong-args" not in self.lies:
                 mouse.insert(2, arg("button", "integer", "1 left, 2 middle, 3 right", enum=[1, 2, 3]))
             tools += [{"name": "key", "description": "Press a key.",

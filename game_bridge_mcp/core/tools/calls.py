@@ -32,7 +32,8 @@ UNTIL = {
     "type": "object", "additionalProperties": False,
     "description": ("After the command is confirmed, wait until this holds and answer with the state that met it "
                     "(settled: true), or settled: false with the last value at the deadline. One of "
-                    "{path, equals}, {path, changes: true}, {event}; plus timeoutMs (default 5000)."),
+                    "{path, equals}, {path, changes: true}, {event}, or on the picture {screen: 'changes'} / "
+                    "{screen: 'stable', frames} with an optional region; plus timeoutMs (default 5000)."),
     "properties": condition_properties(
         path="Dotted path into /state, e.g. 'game.moving'.",
         equals="Wait until the value at path equals this (any JSON).",
@@ -51,6 +52,7 @@ COMMAND_ANSWER = with_digest(answer("a command's answer", {
     "settled": {"type": "boolean", "description": "With until: whether the condition held in time"},
     "pending": {"type": "boolean", "description": "The command waits for the clock: advance delivers it"},
     "lastValue": from_game("With until not met: the value at the deadline"),
+    "screenHash": STR, "lastChangeFrame": INT,
 }, ("port", "tool", "via", "command", "applied", "commandId", "confirmation", "frame", "screen", "game", "events")))
 
 COMPOSITE_ANSWER = answer("a composite's answer", {"port": INT, "tool": STR, "via": {"const": "composite"}},

@@ -7,7 +7,7 @@ from typing import Any
 from .. import clock
 from ..host import Host
 from ..screenshot import IMAGE_KEY
-from ...contract import MAX_STEP_FRAMES
+from ...contract import MAX_STEP_FRAMES, MOUSE_ACTIONS
 from .shapes import BOOL, INT, INT_OR_NULL, STR, answer, from_game, rooted, with_digest
 from .unit import PORT, ToolDef, schema
 
@@ -20,12 +20,15 @@ TIMED_INPUT = {"type": "object", "required": ["at"], "additionalProperties": Fal
     "mouse": {"type": "object", "required": ["x", "y"], "additionalProperties": False, "properties": {
         "x": {"type": "integer", "minimum": 0}, "y": {"type": "integer", "minimum": 0},
         "button": {"type": "integer", "enum": [1, 2, 3]},
-        "action": {"type": "string", "enum": ["click", "down", "up", "move"]}}},
+        "action": {"type": "string", "enum": list(MOUSE_ACTIONS)},
+        "dx": {"type": "integer"}, "dy": {"type": "integer"},
+        "scale": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
     "text": {"type": "string", "minLength": 1, "maxLength": 1000}}}
 
 ADVANCE_ANSWER = with_digest(answer("advance's answer", {
     "port": INT, "tool": {"const": "advance"}, "matched": BOOL, "framesAdvanced": INT,
     "path": STR, "event": STR, "value": from_game("The value the condition held with"),
+    "screenHash": STR, "lastChangeFrame": INT,
     "lastValue": from_game("The value after the last frame"),
     "inputs": {"type": "array", "description": "With inputs: each one's at, tool, commandId and outcome "
                "(ok with result or error; done: false while still in progress)",
@@ -62,14 +65,15 @@ ADVANCE = ToolDef(
     "advance", "Step a paused game's clock",
     "For a game with the clock extension: step its simulation while it stays paused, 'frames' frames, "
     "or frame by frame until 'until' holds (the shapes of wait_for: {path, equals}, {path, changes: true}, "
-    "{event} for an event that appears meanwhile), at most maxFrames. Stops at exactly the first frame "
+    "{event} for an event that appears meanwhile, {screen: 'changes'} or {screen: 'stable', frames} for the "
+    "picture, optionally in a region), at most maxFrames. Stops at exactly the first frame "
     "where the condition holds and returns the digest then, with matched and framesAdvanced, and "
     "delivered: the commands answered pending that it delivered. With inputs, the frames run with keys, "
     "the pointer and text delivered at given frames (hold right, jump at frame 10: one call, the same every time). "
     "A running game is paused first. Launch with paused: true for the same result from the same seed and moves.",
     schema({"port": PORT,
              "frames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "How many simulation frames to run (default 1; with until, the most to run)."},
-             "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true} or {event}. Checked on the current state first."},
+             "until": {"type": "object", "description": "Stop at the first frame where this holds: {path, equals}, {path, changes: true}, {event}, or on the picture {screen: 'changes'} / {screen: 'stable', frames: N} with an optional region {x, y, width, height} (window pixels). Checked on the current state first."},
              "maxFrames": {"type": "integer", "minimum": 1, "maximum": MAX_STEP_FRAMES, "description": "With until: the most frames to run (default 600); on reaching it, matched is false with the last value."},
              "inputs": {"type": "array", "maxItems": 256, "items": TIMED_INPUT, "description": "With frames, for a game with clock and input: input delivered at given frames of the advance, e.g. [{at: 0, key: right, action: down}, {at: 10, key: space}, {at: 30, key: right, action: up}, {at: 12, mouse: {x, y}}]; at counts frames from the start (0: before the first) and is less than frames. The answer lists each input's outcome under inputs."},
              "screenshot": {"type": "boolean", "description": "Also take a screenshot after the frames: its fields under screenshot (changed: whether the picture differs from the last one) and the picture when it changed."}}),

@@ -17,6 +17,7 @@ from ..events import answer_digest
 from ..host import Host
 from ..outcome import command_answer, command_outcome
 from ..pending import CLOCK_COMMANDS, pending_note
+from ..screen import check_screen, with_screen
 from ..waiting import Condition, Until, wait_until
 
 
@@ -28,7 +29,9 @@ def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | N
     if command == "close":
         return close_game(host, port, timeout_ms)
     inst = host.instance(port)
-    baseline: dict[str, Any] | None = None
+    baseline: Mapping[str, Any] | None = None
+    if until is not None:
+        host.guarded(port, lambda: check_screen(inst.client, until.condition))  # before the command is sent
     until_digest = until is not None and not include_state and until.condition.digest_answers is not False
 
     may_wait = sync and command not in CLOCK_COMMANDS  # input on a paused game waits for its clock
@@ -41,7 +44,8 @@ def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | N
             if may_wait and inst.client.paused is None and CLOCK in inst.client.learn_features():
                 inst.client.state(digest=True)  # once: whether its clock is stopped (each answer says after)
             if until is not None and until.condition.needs_baseline:
-                baseline = whole_if_needed(inst.client, until, inst.client.state(digest=until_digest))
+                baseline = with_screen(inst.client, until.condition,
+                                       whole_if_needed(inst.client, until, inst.client.state(digest=until_digest)))
             outcome = inst.client.command_and_sync(command, args, timeout_ms=timeout_ms, sync=sync,
                                                    digest=not include_state and (until is None or until_digest),
                                                    pending_ok=may_wait)
@@ -144,6 +148,10 @@ def settle(host: Host, port: int, until: Until, *, baseline: Mapping[str, Any] |
     it ended on under ``_state`` (for the caller's digest)."""
     watch = until.condition.watch(baseline)
     poll, cost = condition_polls(host, port, until.condition, whole=whole)
+    if first is not None and until.condition.screen is not None:
+        client = host.client(port)
+        shown = dict(first)
+        first = host.guarded(port, lambda: with_screen(client, until.condition, shown))
     paused = clock.RefusePaused(poll, port, until.condition, last=first)
     try:
         waited = wait_until(paused, watch, timeout_ms=until.timeout_ms, poll_cost_s=cost, first=first)
@@ -183,6 +191,7 @@ def condition_polls(host: Host, port: int, condition: Condition, *, whole: bool 
         return state
 
     def poll(remaining_ms: int | None) -> dict[str, Any]:
-        return host.guarded(port, lambda: fetch(remaining_ms))
+        return host.guarded(port, lambda: with_screen(client, condition, fetch(remaining_ms),
+                                                      timeout_ms=remaining_ms))
 
     return poll, lambda: client.poll_cost(keeps is not False)

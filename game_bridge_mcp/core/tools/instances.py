@@ -170,7 +170,7 @@ STOP_INSTANCE = ToolDef(
 
 LOG_ANSWER = answer("instance_log's answer", {
     "port": INT, "lines": {"type": "array", "items": STR}, "next": INT, "dropped": BOOL, "more": BOOL,
-    "logFile": STR, "running": BOOL, "exitCode": INT_OR_NULL, "signal": STR,
+    "logFile": STR, "running": BOOL, "exitCode": INT_OR_NULL, "signal": STR, "stopped": BOOL, "note": STR,
 }, ("port", "lines", "next", "dropped", "more", "logFile", "running", "exitCode"))
 
 
@@ -178,7 +178,7 @@ def instance_log(bridge: Host, *, port: Any = None, lines: Any = None, since: An
     target = bridge.resolve_port(port)
     launcher = bridge.launcher(create=False)
     refuse_other_sessions(bridge, target, "its captured output is not shown here")
-    if launcher is None or not launcher.is_launched(target):
+    if launcher is None or not launcher.has_output(target):
         raise BridgeUsageError(
             f"Port {target} was not launched by this bridge, so it has no captured output. "
             "instance_log covers instances started with launch_instance; see list_instances for what runs where.",
@@ -189,7 +189,8 @@ def instance_log(bridge: Host, *, port: Any = None, lines: Any = None, since: An
 
 INSTANCE_LOG = ToolDef(
     "instance_log", "Read a launched instance's output",
-    "The captured stdout/stderr of an instance this bridge launched. Pass the previous answer's "
+    "The captured stdout/stderr of an instance this bridge launched (after stop_instance too, with stopped: "
+    "true, until the next launch on its port). Pass the previous answer's "
     "'next' as 'since' to read only new lines. Use it when a game misbehaves or fails to boot.",
     schema({"port": PORT, "lines": {"type": "integer", "minimum": 1, "maximum": 200, "description": "How many lines at most (default 50)."},
              "since": {"type": "integer", "minimum": 0, "description": "Return only lines after this cursor (the 'next' of a previous call)."}}),

@@ -12,6 +12,7 @@ from .unit import PORT, ToolDef, schema
 SCREENSHOT_ANSWER = answer("get_screenshot's answer (the picture follows as an image block)", {
     "port": INT, "frame": from_game("The frame the picture shows"), "width": INT, "height": INT, "format": STR,
     "bytes": INT, "changed": BOOL, "file": STR, "window": from_game("The game's window"),
+    "scale": {"type": "number", "description": "Picture pixels per window pixel, when the picture is scaled"},
 }, ("port", "format"))
 
 
@@ -25,8 +26,11 @@ def get_screenshot(bridge: Host, *, port: Any = None, max_width: Any = None, max
 GET_SCREENSHOT = ToolDef(
     "get_screenshot", "See the game's screen",
     "A picture of the game's screen, drawn after you asked, as an image, with {port, frame, width, height, "
-    "format, bytes, changed, file, window}: changed is false when it is byte-identical to this port's previous "
-    "screenshot (nothing to look at again: then no image is sent unless always is true); file is a saved copy. At most 768x768 by default (about 800 "
+    "format, bytes, changed, file, window, scale}: changed is false when it is byte-identical to this port's previous "
+    "screenshot (nothing to look at again: then no image is sent unless always is true); file is a saved copy; window "
+    "is the game's size in the pixels its mouse takes, and scale (picture pixels per window pixel) is there when the "
+    "picture is smaller: pass it to the mouse of a wrapped game (pygame, browser) to click where the picture shows. "
+    "At most 768x768 by default (about 800 "
     "image tokens; width x height / 750); ask smaller to spend less, up to 1568. Needs a game that serves "
     "the screenshot feature; a ui.text in get_state {summary: true} is cheaper when the game has one.",
     schema({"port": PORT,

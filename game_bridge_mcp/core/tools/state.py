@@ -13,7 +13,9 @@ from .commands import condition_polls, digest
 from ..host import Host
 from .. import clock
 from ..waiting import Condition, wait_for_state
-from ...contract import condition_properties
+from ...contract import DEFAULT_STABLE_FRAMES, condition_properties
+from ...wire.screen import Region
+from ..screen import check_screen
 from ...errors import BridgeUsageError
 from ..digest import get_path
 from .shapes import BOOL, INT, STR, answer, from_game, rooted, with_digest
@@ -257,17 +259,24 @@ WAIT_ANSWER = with_digest(answer("wait_for's answer", {
     "port": INT, "tool": {"const": "wait_for"}, "matched": BOOL, "path": STR, "event": STR,
     "value": from_game("The value the condition held with"), "lastValue": from_game("The value at the deadline"),
     "initialValue": from_game("With changes: the value it changed from"), "pathFound": BOOL,
+    "screenHash": STR, "lastChangeFrame": INT,
     "elapsedMs": INT, "polls": INT,
 }, ("port", "tool", "matched", "elapsedMs", "polls")))
 
 
 def wait_for(bridge: Host, *, port: Any = None, path: str | None = None, equals: Any = UNSET,
-             changes: bool | None = False, event: str | None = None, timeout_ms: Any = None) -> dict[str, Any]:
+             changes: bool | None = False, event: str | None = None, screen: str | None = None,
+             frames: Any = None, region: Any = None, timeout_ms: Any = None) -> dict[str, Any]:
     """``equals`` left out and ``equals=None`` differ: the latter waits for null."""
     target = bridge.resolve_port(port)
+    if (frames is not None or region is not None) and screen is None:
+        raise BridgeUsageError("wait_for: frames and region go with screen ('changes' or 'stable').")
     condition = Condition(path=path, equals=None if equals is UNSET else equals,
-                          has_equals=equals is not UNSET, changes=bool(changes), event=event)
+                          has_equals=equals is not UNSET, changes=bool(changes), event=event, screen=screen,
+                          frames=DEFAULT_STABLE_FRAMES if frames is None else frames,
+                          region=Region.parse(region, "wait_for") if region is not None else None)
     condition.check()
+    bridge.guarded(target, lambda: check_screen(bridge.client(target), condition))
     poll, cost = condition_polls(bridge, target, condition)
     result, state = wait_for_state(clock.RefusePaused(poll, target, condition), condition,
                                    timeout_ms=timeout_ms, poll_cost_s=cost)
@@ -276,8 +285,9 @@ def wait_for(bridge: Host, *, port: Any = None, path: str | None = None, equals:
 
 WAIT_FOR = ToolDef(
     "wait_for", "Wait for a condition in the state",
-    "Poll /state until a path equals a value (path + equals), a path changes (path + changes: true), or "
-    "an event appears (event: text contained in an event). Checked against the current state first. "
+    "Poll /state until a path equals a value (path + equals), a path changes (path + changes: true), "
+    "an event appears (event: text contained in an event), or the picture changes or holds still (screen: "
+    "'changes' or 'stable' with frames; region for a part of it). Checked against the current state first. "
     "Use it for what a command cannot report: a screenshot reaching disk, a board settling, frame N. "
     "Answers with the digest of the matching state; on timeout matched: false with the last value seen. "
     "After a command, call_tool's until does the same in one call. A paused game (clock) is refused at "

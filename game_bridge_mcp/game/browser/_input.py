@@ -8,6 +8,7 @@ import string
 from typing import Any
 
 from ..wrapper.input import Words
+from ._scripts import RENDER
 
 _BUTTONS = {1: "left", 2: "middle", 3: "right"}
 
@@ -87,6 +88,12 @@ class Devices:
             self.page.mouse.up(button=_BUTTONS[button])
             self.buttons_down.discard(button)
 
+    def wheel(self, dx: int, dy: int) -> None:
+        """The browser delivers a wheel (and scrolls) with its next renderings: they are
+        waited for, so the page has it before the next frame."""
+        self.page.mouse.wheel(dx, dy)
+        self.page.evaluate(RENDER, 2)
+
     def text(self, text: str) -> None:
         self.page.keyboard.type(text)
 
@@ -103,7 +110,8 @@ WORDS = Words(
         "(and keypress) events. Completes once delivered (a press: after the frame in which the\n"
         "key is released).",
     mouse="Move the pointer to (x, y) in the page's pixels (origin top left; the size is in\n"
-          "X-Game-Window and state.browser.window) and click, press, release or just move there.",
+          "X-Game-Window and state.browser.window), or in a screenshot's pixels with its scale, and click,\n"
+          "press, release, just move there, or scroll there (wheel: dx, dy pixels, as a mouse wheel).",
     text="Type text, key by key as a keyboard would (characters no key makes arrive as text\n"
          "input); for keys that are not text (arrows, return), use key.",
     area="page", x_more=" (the X-Game-Window width)",

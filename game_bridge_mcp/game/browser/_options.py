@@ -4,8 +4,10 @@ the ``gamebridge.json`` that ``--init`` writes."""
 
 from __future__ import annotations
 
+import html
 import ipaddress
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -196,6 +198,27 @@ def _local(path: Path) -> Target:
     raise UsageError(f"no such file or directory: {path}")
 
 
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.I | re.S)
+
+
+def page_name(opts: Options) -> str:
+    """What ``--init`` calls the game: the page's title, else its folder's (or file's) name,
+    else (a URL) its host and path."""
+    try:
+        target = resolve_target(opts.target, allow_remote=True)
+    except UsageError:
+        return opts.target
+    if target.root is None:
+        return target.name
+    try:
+        with open(target.root / target.path, "rb") as page:
+            found = _TITLE.search(page.read(65536))
+    except OSError:
+        found = None
+    title = " ".join(html.unescape(found.group(1).decode("utf-8", "replace")).split()) if found else ""
+    return title[:100] or (target.root.name if target.folder else target.path) or opts.target
+
+
 def declaration(opts: Options) -> dict[str, Any]:
     """The launch declaration that opens ``opts``' page through the wrapper (``--init``): no
     path of this machine but the page's."""
@@ -216,5 +239,5 @@ def declaration(opts: Options) -> dict[str, Any]:
         argv += ["--load-timeout", f"{opts.load_timeout_s:g}"]
     argv.append(opts.target)
     ready_ms = int(max(60.0, opts.load_timeout_s + 30) * 1000)
-    return launch_declaration(ROW.module, f"{opts.target} (web page, through game-bridge-mcp)", argv,
+    return launch_declaration(ROW.module, f"{page_name(opts)} (web page, through game-bridge-mcp)", argv,
                               ready_timeout_ms=ready_ms)

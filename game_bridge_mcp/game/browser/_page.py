@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import collections
+import hashlib
 import logging
 import time
 from typing import Any, Callable
 
 from ..kit.outcomes import Pending
+from ..image.hashing import check_region
 from ..image.scale import fit_size
 from ..kit import GameBridge
 from ..wrapper.frames import Schedule
@@ -20,8 +22,6 @@ from ._time import PageTime
 
 log = logging.getLogger(__name__)
 
-#: ``ui.text``: at most this many characters of the page's visible text.
-MAX_TEXT = 4000
 #: Frames run in one round trip at most (a long step is run in chunks, serving between).
 MAX_CHUNK = 600
 #: While paused, how often the page is looked at (its events are read then too).
@@ -139,7 +139,14 @@ class Page:
     def _console(self, message: Any) -> None:
         kind = str(getattr(message, "type", "log"))
         counter = "consoleErrors" if kind == "error" else "consoleWarnings" if kind == "warning" else "console"
-        self._event(f"console:{kind}", counter, text=_text(message.text))
+        fields = {"text": _text(message.text)}
+        try:  # where it came from: the script, or the address a failed load was for
+            where = message.location or {}
+            if where.get("url"):
+                fields["url"] = _text(where["url"])
+        except Exception:  # noqa: BLE001 - no location
+            pass
+        self._event(f"console:{kind}", counter, **fields)
 
     def _dialog(self, dialog: Any) -> None:
         kind = str(dialog.type)
@@ -239,10 +246,11 @@ class Page:
             return self._run_whole(frames, look)
         self._new_document = self._navigation_seen = self._navigation_ended = False
         try:
-            seen, _error, done, leaving = self.page.evaluate(_scripts.RUN, [self.k, frames, MAX_TEXT, look])
+            seen, _error, done, leaving = self.page.evaluate(_scripts.RUN, [self.k, frames, look])
         except Exception as exc:
             self._failed(exc)
-            return 0
+            destroyed = "context was destroyed" in str(exc) or "navigat" in str(exc).lower()
+            return self._frames_before_navigation(frames) if destroyed or self._new_document else 0
         done = max(0, min(int(done), frames))
         self.k += done
         self.ticks = float(_scripts.frame_ms(self.k))
@@ -253,12 +261,27 @@ class Page:
         self.css.release()
         return done
 
+    def _frames_before_navigation(self, frames: int) -> int:
+        """The run's document went away under it (a navigation committed before it could
+        answer): how many of its frames were the old document's, as it handed them to the new
+        one; the rest run there once it has loaded."""
+        self._navigation_seen = True  # (it is under way: wait for it as long as a load may take)
+        self._follow_navigation()
+        if not self._new_document:
+            return 0
+        try:
+            arrived = self.page.evaluate(_scripts.ARRIVED)
+        except Exception:  # noqa: BLE001 - not there yet: none counted
+            return 0
+        handed = arrived.get("frames") if isinstance(arrived, dict) else None
+        return max(0, min(int(handed), frames)) if isinstance(handed, (int, float)) else 0
+
     def _run_whole(self, frames: int, look: bool) -> int:
         """Without the clock's controller: the library's ``run_for``, all frames at once."""
         target = _scripts.frame_ms(self.k + frames)
         try:
             self.page.clock.run_for(target - self.ticks)
-            seen = self.page.evaluate(_scripts.RUN, [self.k + frames, 0, MAX_TEXT, True])[0] if look else None
+            seen = self.page.evaluate(_scripts.RUN, [self.k + frames, 0, True])[0] if look else None
         except Exception as exc:
             self._failed(exc)
             return 0
@@ -318,7 +341,7 @@ class Page:
 
     def look(self) -> None:
         try:
-            seen = self.page.evaluate(_scripts.RUN, [self.k, 0, MAX_TEXT, True])[0]
+            seen = self.page.evaluate(_scripts.RUN, [self.k, 0, True])[0]
         except Exception as exc:
             self._failed(exc)
             return
@@ -379,6 +402,24 @@ class Page:
             "clip": {"x": x, "y": y, "width": width, "height": height, "scale": scale}})
         return base64.b64decode(shot["data"])
 
+    def picture_hash(self, region: tuple[int, int, int, int] | None) -> str:
+        """``/screenshot?hash=1``: a hash of what the screenshot would show (of ``region``, in
+        its pixels): the canvases' pixels there, or else a screenshot of the region."""
+        left, top, width, height = self._box()
+        x, y, w, h = region if region is not None else (0, 0, width, height)
+        check_region(region, width, height)
+        try:
+            found = self.page.evaluate(_scripts.PICTURE_HASH, [left + x, top + y, w, h])
+        except Exception as exc:
+            self._failed(exc)
+            found = None
+        if isinstance(found, str):
+            return "c" + found
+        shot = self.cdp.send("Page.captureScreenshot", {
+            "format": "png", "fromSurface": True, "captureBeyondViewport": False,
+            "clip": {"x": left + x, "y": top + y, "width": w, "height": h, "scale": 1}})
+        return "s" + hashlib.blake2b(base64.b64decode(shot["data"]), digest_size=12).hexdigest()
+
     # ------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
         """``/state`` (HTTP thread): what the driving thread saw last."""
@@ -395,6 +436,7 @@ class Page:
             "consoleErrors": self.counts["consoleErrors"], "consoleWarnings": self.counts["consoleWarnings"],
             "pageErrors": self.counts["pageErrors"], "dialogs": self.counts["dialogs"],
             "navigations": self.counts["navigations"], "textLength": seen.get("textLength", 0),
+            "text": seen.get("pageText", ""), "pageTextLength": seen.get("pageTextLength", 0),
             **self.devices.state()}}
         if seen.get("hookError"):
             doc["browser"]["hookError"] = seen["hookError"]

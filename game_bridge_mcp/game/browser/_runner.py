@@ -34,6 +34,8 @@ HZ = 60.0
 #: handler still starts in a session of its own; the launcher finds it as a descendant
 #: carrying the launch's marker, and it exits with the browser.)
 BROWSER_ARGS = ["--autoplay-policy=no-user-gesture-required",
+                # the wheel scrolls at once, not in an animation on wall-clock time
+                "--disable-smooth-scrolling",
                 # the game's files' address is answered in the wrapper, never looked up
                 f"--host-resolver-rules=MAP {FILES_HOST} ~NOTFOUND"]
 
@@ -109,9 +111,8 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     context = browser.new_context(viewport={"width": opts.size[0], "height": opts.size[1]}, device_scale_factor=1,
                                   service_workers="block")
     page = context.new_page()
-    from . import _scripts
 
-    page_time = PageTime(page, seed=seed, start_ms=start_ms, look=_scripts.LOOK)
+    page_time = PageTime(page, seed=seed, start_ms=start_ms)
     page_time.install()
     late = Late()
     bridge = assemble(
@@ -150,7 +151,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
         title = str(driver.seen.get("title") or "").strip()
         if title:
             bridge.name = title[:100]
-    bridge.screenshot(driver.capture, window=driver.window_size)
+    bridge.screenshot(driver.capture, window=driver.window_size, hasher=driver.picture_hash)
     add_commands(bridge, input_commands(driver.devices, driver, WORDS))
     page_commands.register(bridge, driver, driver.seen.get("commands"))
     _on_signals(bridge, grouped)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from ._look import LIMITS, LOOK
+
 #: Milliseconds of page time per frame, and the grid (the same integer formula in JS).
 FRAME_MS = 1000.0 / 60.0
 #: Renderings at most after one frame while CSS animations have events to deliver (each is
@@ -28,13 +30,13 @@ def frame_at(ticks: float) -> int:
     return k
 
 
-def init_script(*, seed: int, start_ms: int, look: str) -> str:
+def init_script(*, seed: int, start_ms: int) -> str:
     """:data:`INIT`: ``Date`` at ``start_ms`` when the first document starts (a later one goes
     on from where the one before it left), the random generators from ``seed`` and that
-    moment; ``look``: the script that defines ``look(maxText)`` (what the page shows)."""
+    moment, and ``look()`` (``_look``)."""
     config = {"seed": [seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], "start": start_ms,
-              "frameMs": FRAME_MS, "maxRenders": MAX_RENDERS, "key": HANDOVER}
-    return INIT.replace("__CONFIG__", json.dumps(config)).replace("__LOOK__", look)
+              "frameMs": FRAME_MS, "maxRenders": MAX_RENDERS, "key": HANDOVER, "look": LIMITS}
+    return INIT.replace("__CONFIG__", json.dumps(config)).replace("__LOOK__", LOOK)
 
 
 #: Where a document leaving (a navigation, a reload) puts its ``Date.now()`` for the next one of
@@ -63,14 +65,16 @@ INIT = r"""
   try {
     if (!top && window.parent.__gameBridge) epoch = window.parent.Date.now();
   } catch (e) { /* a frame of another origin: the launch's time */ }
+  let arrived = null;  // what the document before this one handed over: {time, frames}
   if (top) {
     try {
       const left = sessionStorage.getItem(CONFIG.key);
       if (left !== null) {
         sessionStorage.removeItem(CONFIG.key);
-        if (Number(left) >= CONFIG.start) epoch = Number(left);
+        const handed = JSON.parse(left);
+        if (handed && Number(handed.time) >= CONFIG.start) { epoch = Number(handed.time); arrived = handed; }
       }
-    } catch (e) { /* no storage here (an opaque origin) */ }
+    } catch (e) { /* no storage here (an opaque origin), or not ours */ }
   }
   if (clock) clock.setSystemTime(epoch);
   const elapsed = max(0, epoch - CONFIG.start);
@@ -195,11 +199,13 @@ INIT = r"""
   }
 
   // ---- a navigation away from this document stops its frames where it began, and hands its
-  // time to the next document.
-  let leaving = false;
+  // time to the next document, with how many frames of the run under way were this one's (the
+  // wrapper reads them there when this document was gone before its run could answer).
+  let leaving = false, running = null;
   addListener.call(window, 'beforeunload', () => {
     leaving = true;
-    if (top) { try { sessionStorage.setItem(CONFIG.key, String(Date.now())); } catch (e) { /* none */ } }
+    const frames = running ? running.j - running.k : 0;
+    if (top) { try { sessionStorage.setItem(CONFIG.key, JSON.stringify({ time: Date.now(), frames })); } catch (e) { /* none */ } }
   }, true);
   const stay = () => {
     leaving = false;
@@ -208,18 +214,23 @@ INIT = r"""
 
   __LOOK__
 
-  async function run(k, n, maxText, wantLook) {
+  async function run(k, n, wantLook) {
     let done = 0;
     if (clock) {
-      for (let j = k + 1; j <= k + n && !leaving; j++) {
-        const ms = max(0, T(j) - clock.performanceNow());
-        try { await clock.runFor(ms); } catch (e) { report(e); }
-        await children(ms);
-        await settle(CONFIG.frameMs);
-        done++;
-      }
+      running = { k, j: k };
+      try {
+        for (let j = k + 1; j <= k + n && !leaving; j++) {
+          running.j = j;
+          const ms = max(0, T(j) - clock.performanceNow());
+          try { await clock.runFor(ms); } catch (e) { report(e); }
+          done++;
+          if (leaving) break;  // (nothing more to wait for: the next document is coming)
+          await children(ms);
+          await settle(CONFIG.frameMs);
+        }
+      } finally { running = null; }
     }
-    return [wantLook ? look(maxText) : null, clock ? null : 'no clock in this document', done, leaving];
+    return [wantLook ? look() : null, clock ? null : 'no clock in this document', done, leaving];
   }
   async function follow(ms) {
     if (!clock) return;
@@ -239,16 +250,26 @@ INIT = r"""
     }
     return { value: value === undefined ? null : JSON.parse(JSON.stringify(value)) };
   }
-  const gb = freeze({ run, follow, look, command, stay,
+  async function render(times) { for (let i = 0; i < times; i++) await rendering(); }
+  const gb = freeze({ run, follow, look, command, stay, render, pictureHash, arrived: () => arrived,
                       counts: () => ({ ...counts }) });
   defineProperty(window, '__gameBridge', { value: gb, enumerable: false, writable: false, configurable: false });
 })();
 """
 
 #: Run frames ``k + 1`` to ``k + n`` (each: the clock to its time, then CSS animations) and look
-#: at the page. ``[k, n, maxText, look]``; answers ``[look or null, error or null, frames run,
-#: whether the page began to navigate away]``.
-RUN = "([k, n, maxText, look]) => window.__gameBridge.run(k, n, maxText, look)"
+#: at the page. ``[k, n, look]``; answers ``[look or null, error or null, frames run, whether the
+#: page began to navigate away]``.
+RUN = "([k, n, look]) => window.__gameBridge.run(k, n, look)"
+#: Let the browser render ``n`` times (input it delivers with its renderings, such as the
+#: wheel, reaches the page meanwhile).
+RENDER = "(n) => window.__gameBridge && window.__gameBridge.render(n)"
+#: The canvases' pixels in a region of the viewport: ``[x, y, width, height]`` -> a hash, or
+#: null when no readable canvas is there.
+PICTURE_HASH = "([x, y, w, h]) => window.__gameBridge.pictureHash(x, y, w, h)"
+#: What the document before this one handed over (``{time, frames}``: the frames of the run
+#: under way that were its own), or null.
+ARRIVED = "() => window.__gameBridge ? window.__gameBridge.arrived() : null"
 #: A navigation that did not happen (refused, or not a document): the frames go on.
 STAY = "() => window.__gameBridge && window.__gameBridge.stay()"
 #: Run one of the page's own commands: ``[name, args]`` -> ``{value}`` or ``{promise: true}``.
@@ -256,41 +277,3 @@ COMMAND = "([name, args]) => window.__gameBridge.command(name, args)"
 #: Whether the clock can be driven directly (the library's clock controller is there).
 HAS_CLOCK = "() => !!(globalThis.__pwClock && globalThis.__pwClock.controller && globalThis.__pwClock.controller.runFor)"
 TICKS = "() => performance.now()"
-
-#: ``look(maxText)``: what the page shows, seen from inside (title, text, canvases, its hook).
-LOOK = r"""
-  function look(maxText) {
-    let text = '';
-    try { text = document.body ? document.body.innerText || '' : ''; } catch (e) { text = ''; }
-    const canvases = [];
-    for (const c of Array.from(document.querySelectorAll('canvas')).slice(0, 16)) {
-      const r = c.getBoundingClientRect();
-      canvases.push({ width: c.width, height: c.height, x: Math.round(r.left), y: Math.round(r.top),
-                      cssWidth: Math.round(r.width), cssHeight: Math.round(r.height) });
-    }
-    const doc = { title: document.title || '', url: location.href, text: text.slice(0, maxText),
-                  textLength: text.length, readyState: document.readyState,
-                  viewport: { width: window.innerWidth, height: window.innerHeight }, canvases,
-                  animationFrames: counts.frames, frameCallbacks: counts.callbacks, frameRequests: counts.requested };
-    const hook = window.gameBridge;
-    if (hook && typeof hook === 'object' && typeof hook.state === 'function') {
-      try {
-        const json = JSON.stringify(hook.state());
-        if (json === undefined) doc.hookError = 'window.gameBridge.state() returned nothing JSON can hold';
-        else if (json.length > 65536) doc.hookError = `window.gameBridge.state() returned ${json.length} characters of JSON, over 65536`;
-        else doc.hook = JSON.parse(json);
-      } catch (e) { doc.hookError = `window.gameBridge.state() failed: ${e && e.message || e}`; }
-    }
-    if (hook && typeof hook === 'object' && hook.commands && typeof hook.commands === 'object') {
-      doc.commands = {};
-      for (const [name, entry] of Object.entries(hook.commands).slice(0, 64)) {
-        const fn = typeof entry === 'function' ? entry : entry && entry.run;
-        if (typeof fn !== 'function') continue;
-        const described = typeof entry === 'object' ? entry : {};
-        doc.commands[name] = { description: String(described.description || ''),
-                               args: described.args && typeof described.args === 'object' ? described.args : {} };
-      }
-    }
-    return doc;
-  }
-"""

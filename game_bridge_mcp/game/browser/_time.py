@@ -47,17 +47,16 @@ def iso(millis: int) -> str:
 class PageTime:
     """The launch's start, seed and the page time of the documents before this one."""
 
-    def __init__(self, page: Any, *, seed: int, start_ms: int | None, look: str) -> None:
+    def __init__(self, page: Any, *, seed: int, start_ms: int | None) -> None:
         self.page = page
         self.seed = seed
         self.start_ms = start_ms if start_ms is not None else int(time.time() * 1000)
-        self.look = look
 
     def install(self) -> None:
         """Before the first document: the clock paused at the start, then the page's script
         (which runs after the clock's in every document)."""
         self.page.clock.pause_at(dt.datetime.fromtimestamp(self.start_ms / 1000, dt.timezone.utc))
-        self.page.add_init_script(_scripts.init_script(seed=self.seed, start_ms=self.start_ms, look=self.look))
+        self.page.add_init_script(_scripts.init_script(seed=self.seed, start_ms=self.start_ms))
 
     def state(self) -> dict[str, Any]:
         return {"startDate": iso(self.start_ms), "startMs": self.start_ms, "seed": self.seed}

@@ -167,15 +167,15 @@ class GameBridge:
 
     @overload
     def screenshot(self, capture: C, /, *, window: Callable[[], tuple[int, int] | None] | None = None,
-                   wait_s: float = SCREENSHOT_WAIT_S) -> C: ...
+                   wait_s: float = SCREENSHOT_WAIT_S, hasher: Callable[..., str] | None = None) -> C: ...
 
     @overload
     def screenshot(self, capture: None = None, /, *, window: Callable[[], tuple[int, int] | None] | None = None,
-                   wait_s: float = SCREENSHOT_WAIT_S) -> Callable[[C], C]: ...
+                   wait_s: float = SCREENSHOT_WAIT_S, hasher: Callable[..., str] | None = None) -> Callable[[C], C]: ...
 
     def screenshot(self, capture: C | None = None, /, *,
                    window: Callable[[], tuple[int, int] | None] | None = None,
-                   wait_s: float = SCREENSHOT_WAIT_S) -> C | Callable[[C], C]:
+                   wait_s: float = SCREENSHOT_WAIT_S, hasher: Callable[..., str] | None = None) -> C | Callable[[C], C]:
         """Serve ``/screenshot`` from ``capture`` (also a decorator, ``@bridge.screenshot``).
 
         ``capture()`` (or ``capture(max_width, max_height)``) runs on the game thread
@@ -184,11 +184,13 @@ class GameBridge:
         :class:`~game_bridge_mcp.game.image.Image`, or None (nothing to show: 503). The
         kit scales and encodes off the game thread. ``window()`` returns the window's
         size in pointer pixels, sent as ``X-Game-Window``; ``wait_s`` is how long a
-        request waits for the game's next frame before a 503. See :mod:`.screenshot`.
+        request waits for the game's next frame before a 503; ``hasher(region)`` hashes
+        the picture for ``?hash=1`` (else the capture's pixels are). See :mod:`.screenshot`.
         """
 
         def register(target: C) -> C:
-            self._screenshots = Screenshots(target, window=window, wait_s=wait_s, on_request=self._wake_if_paused)
+            self._screenshots = Screenshots(target, window=window, wait_s=wait_s, hasher=hasher,
+                                            on_request=self._wake_if_paused)
             self._routes[SCREENSHOT] = self._screenshots.answer
             self.advertise(SCREENSHOT_FEATURE)
             return target

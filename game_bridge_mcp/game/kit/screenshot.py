@@ -9,8 +9,9 @@ import logging
 import threading
 from typing import Any, Callable, Optional
 
-from ...contract import FRAME_HEADER, MAX_HEIGHT, MAX_WIDTH, WINDOW_HEADER
+from ...contract import FRAME_HEADER, MAX_HEIGHT, MAX_WIDTH, REGION_KEYS, SCREEN_HASH_PARAM, WINDOW_HEADER
 from .. import image
+from ..image.hashing import Region, picture_hash
 from ..server.http import Answer, json_bytes
 from ..server.query import parse as parse_query
 
@@ -26,14 +27,20 @@ MAX_WAITING = 16
 
 
 class _Request:
-    __slots__ = ("max_width", "max_height", "done", "frozen", "frame", "error")
+    __slots__ = ("max_width", "max_height", "done", "frozen", "frame", "error", "region", "hashing", "hash",
+                 "refused")
 
-    def __init__(self, max_width: int, max_height: int) -> None:
+    def __init__(self, max_width: int, max_height: int, *, hashing: bool = False,
+                 region: Region | None = None) -> None:
         self.max_width, self.max_height = max_width, max_height
         self.done = threading.Event()
         self.frozen: image.Image | image.Pixels | None = None
         self.frame = 0
         self.error: str | None = None
+        #: ``?hash=1``: the picture's hash (of ``region``, in window pixels), not an image.
+        self.hashing, self.region = hashing, region
+        self.hash: str | None = None
+        self.refused: str | None = None  # a region the picture does not hold: 400
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +65,27 @@ def parse_limits(query: str) -> Limits:
             raise ValueError(f"{name} must be a whole number from 1 to {image.MAX_SIDE}, got {text[:40]!r}")
         sizes.append(int(value))
     return Limits(*sizes)
+
+
+def parse_hash(query: str) -> tuple[bool, Region | None]:
+    """``hash=1`` and its region (``x``, ``y``, ``width``, ``height``, all or none) from a
+    query string; ValueError naming what is wrong."""
+    params = parse_query(query)
+    if params.get(SCREEN_HASH_PARAM) not in ("1", "true"):
+        if any(params.get(key) is not None for key in REGION_KEYS):
+            raise ValueError("x, y, width and height go with hash=1 (a region of the picture to hash)")
+        return False, None
+    given = [params.get(key) for key in REGION_KEYS]
+    if all(value is None for value in given):
+        return True, None
+    values = []
+    for key, text in zip(REGION_KEYS, given):
+        value = (text or "").strip()
+        if not value.isdigit() or len(value) > 6:
+            raise ValueError(f"a region needs x, y, width and height, each a whole number; {key} is {text!r}")
+        values.append(int(value))
+    x, y, width, height = values
+    return True, (x, y, width, height)
 
 
 def _takes_size(capture: Capture) -> bool:
@@ -85,11 +113,15 @@ class Screenshots:
     """
 
     def __init__(self, capture: Capture, *, window: Optional[Callable[[], Any]] = None,
-                 wait_s: float = WAIT_S, on_request: Optional[Callable[[], None]] = None) -> None:
+                 wait_s: float = WAIT_S, on_request: Optional[Callable[[], None]] = None,
+                 hasher: Optional[Callable[[Region | None], str]] = None) -> None:
         if not callable(capture):
             raise TypeError(f"the screenshot capture must be callable, not {type(capture).__name__}")
         self.capture = capture
         self.window = window
+        #: ``hasher(region)``: the picture's hash, when the game computes it itself (on the
+        #: game thread; ValueError for a region it does not hold); else it is the capture's.
+        self.hasher = hasher
         self.wait_s = float(wait_s)
         self._takes_size = _takes_size(capture)
         self._lock = threading.Lock()
@@ -103,9 +135,10 @@ class Screenshots:
         """Serve one ``/screenshot`` request (blocks until the game's next frame)."""
         try:
             limits = parse_limits(query)
+            hashing, region = parse_hash(query)
         except ValueError as exc:
             return Answer(400, json_bytes({"ok": False, "error": str(exc)}))
-        request = _Request(limits.max_width, limits.max_height)
+        request = _Request(limits.max_width, limits.max_height, hashing=hashing, region=region)
         with self._lock:
             if self._stopped:
                 return _unavailable("the game is closing")
@@ -123,6 +156,11 @@ class Screenshots:
                 return _unavailable(f"the game did not reach a frame within {self.wait_s:g} s of the "
                                     "request (its loop is blocked, or does not call pump()): nothing "
                                     "was captured")
+        if request.refused is not None:
+            return Answer(400, json_bytes({"ok": False, "error": request.refused[:600]}))
+        if request.hashing and request.hash is not None:
+            return Answer(200, json_bytes({"ok": True, "hash": request.hash, "frame": request.frame}),
+                          headers=((FRAME_HEADER, str(request.frame)),))
         if request.error is not None or request.frozen is None:
             return _unavailable(request.error or "the game has nothing to show")
         try:
@@ -163,6 +201,9 @@ class Screenshots:
             requests, self._waiting = self._waiting, []
         by_size: dict[tuple[int, int], list[_Request]] = {}
         for request in requests:
+            if request.hashing:
+                self._hash(request, frame)
+                continue
             by_size.setdefault((request.max_width, request.max_height), []).append(request)
         source, error = (None, None) if self._takes_size else self._call()
         for (max_width, max_height), group in by_size.items():
@@ -180,6 +221,26 @@ class Screenshots:
                 request.frozen, request.error, request.frame = frozen, error, frame
                 request.done.set()
         return len(requests)
+
+    def _hash(self, request: _Request, frame: int) -> None:
+        """``?hash=1``: the picture's hash now (its region's), on the game thread."""
+        request.frame = frame
+        try:
+            if self.hasher is not None:
+                request.hash = str(self.hasher(request.region))
+            else:
+                source, error = self._call(image.MAX_SIDE, image.MAX_SIDE) if self._takes_size else self._call()
+                if error is None and source is None:
+                    error = "the game has nothing to show right now (its capture returned None)"
+                if error is not None:
+                    request.error = error
+                else:
+                    request.hash = picture_hash(source, request.region)
+        except ValueError as exc:  # a region the picture does not hold
+            request.refused = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the game's own capture or hasher
+            request.error = f"the game's picture could not be hashed: {type(exc).__name__}: {exc}"
+        request.done.set()
 
     def _call(self, *size: int) -> tuple[Any, str | None]:
         try:

@@ -103,6 +103,22 @@ class Devices:
         kind = self.pg.MOUSEBUTTONDOWN if down else self.pg.MOUSEBUTTONUP
         self._post(kind, pos=self.pointer, button=button, touch=False)
 
+    def wheel(self, dx: int, dy: int) -> None:
+        """A wheel turned where the pointer is: MOUSEWHEEL (in notches of 100 pixels, at least
+        one; positive y is away from the user, so up) and, as pygame also posts them, a press
+        and release of button 4 (up) or 5 (down) per vertical notch."""
+        pg = self.pg
+        notches_x = round(dx / 100) or (1 if dx > 0 else -1 if dx < 0 else 0)
+        notches_y = round(dy / 100) or (1 if dy > 0 else -1 if dy < 0 else 0)
+        fields: dict[str, Any] = {"x": notches_x, "y": -notches_y, "flipped": False, "which": 0, "touch": False,
+                                  "precise_x": dx / 100, "precise_y": -dy / 100}
+        self._post(pg.MOUSEWHEEL, **fields)
+        pos = self.pointer or (0, 0)
+        for _ in range(min(abs(notches_y), 100)):
+            button = 4 if notches_y < 0 else 5
+            self._post(pg.MOUSEBUTTONDOWN, pos=pos, button=button, touch=False)
+            self._post(pg.MOUSEBUTTONUP, pos=pos, button=button, touch=False)
+
     def text(self, text: str) -> None:
         chunk = ""
         for char in text:
@@ -121,7 +137,8 @@ WORDS = Words(
         "events and pygame.key.get_pressed() reports it held. Completes once delivered (a press:\n"
         "after the frame in which the key is released).",
     mouse="Move the pointer to (x, y) in the game window's pixels (origin top left; the size is in\n"
-          "X-Game-Window and state.pygame.window) and click, press, release or just move there.",
+          "X-Game-Window and state.pygame.window), or in a screenshot's pixels with its scale, and click,\n"
+          "press, release, just move there, or turn the wheel there (wheel: dx, dy; MOUSEWHEEL events).",
     text="Type text, delivered as TEXTINPUT events (what a text field reads); for keys that\n"
          "are not text (arrows, return), use key.",
     area="window", x_more="",

@@ -19,6 +19,12 @@ MAX_TEXT = 1000
 MAX_PRESS_FRAMES = 10000
 #: What the input toolset is, in ``/tools``.
 TOOLSET = INPUT
+#: ``mouse``'s ``wheel``: the largest scroll one command asks for, in pixels each way (a
+#: wheel notch is about 100).
+MAX_WHEEL = 10000
+#: ``mouse``'s ``scale``: the smallest picture it maps from (a 1568-pixel picture of an
+#: 8192-pixel window is 0.19).
+MIN_SCALE = 0.01
 
 
 class Devices(Protocol):
@@ -37,6 +43,13 @@ class Devices(Protocol):
     def button(self, button: int, down: bool, /) -> None: ...
 
     def text(self, text: str, /) -> None: ...
+
+
+class Pointer(Devices, Protocol):
+    """Devices with a pointer: ``mouse`` moves, clicks and scrolls it."""
+
+    def wheel(self, dx: int, dy: int) -> None:
+        """Scroll by ``dx``, ``dy`` pixels (positive: right, down) where the pointer is."""
 
 
 class Frames(Protocol):
@@ -94,31 +107,64 @@ def key_command(devices: Devices, timing: Frames, words: Words) -> Callable[...,
     return key
 
 
-def mouse_command(devices: Devices, timing: Frames, words: Words) -> Callable[..., Any]:
-    def mouse(x: Annotated[int, Arg(f"Pixels from the {words.area}'s left edge{words.x_more}.", minimum=0)],
-              y: Annotated[int, Arg(f"Pixels from the {words.area}'s top edge.", minimum=0)],
-              button: Annotated[int, Arg("1 left, 2 middle, 3 right.", choices=(1, 2, 3))] = 1,
-              action: Annotated[str, Arg("click (down then up), down, up or move.",
-                                         choices=("click", "down", "up", "move"))] = "click") -> Pending:
-        size = timing.window_size()
-        if size is None:
-            raise ValueError(words.no_area)
-        width, height = size
+def window_point(x: int, y: int, scale: float, size: tuple[int, int]) -> tuple[int, int]:
+    """A point of a picture at ``scale`` (picture pixels per window pixel) as a window pixel:
+    the one under the picture pixel's centre. ValueError when it is outside the picture."""
+    width, height = size
+    if scale == 1.0:
         if not (0 <= x < width and 0 <= y < height):
             raise ValueError(f"({x}, {y}) is outside the {width}x{height} window: x must be 0 to {width - 1} "
                              f"and y 0 to {height - 1}")
+        return x, y
+    shown_w, shown_h = max(1, int(width * scale)), max(1, int(height * scale))
+    if not (0 <= x < shown_w and 0 <= y < shown_h):
+        raise ValueError(f"({x}, {y}) is outside the {shown_w}x{shown_h} picture of the {width}x{height} window "
+                         f"at scale {scale:g}: x must be 0 to {shown_w - 1} and y 0 to {shown_h - 1}")
+    return min(width - 1, int((x + 0.5) / scale)), min(height - 1, int((y + 0.5) / scale))
+
+
+def mouse_command(devices: Pointer, timing: Frames, words: Words) -> Callable[..., Any]:
+    def mouse(x: Annotated[int, Arg(f"Pixels from the {words.area}'s left edge{words.x_more}, in the picture's pixels "
+                                    "when scale is given.", minimum=0)],
+              y: Annotated[int, Arg(f"Pixels from the {words.area}'s top edge.", minimum=0)],
+              button: Annotated[int, Arg("1 left, 2 middle, 3 right.", choices=(1, 2, 3))] = 1,
+              action: Annotated[str, Arg("click (down then up), down, up, move, or wheel (scroll by dx, dy there).",
+                                         choices=("click", "down", "up", "move", "wheel"))] = "click",
+              dx: Annotated[int, Arg("For wheel: pixels to scroll right (negative: left); a notch is about 100.",
+                                     minimum=-MAX_WHEEL, maximum=MAX_WHEEL)] = 0,
+              dy: Annotated[int, Arg("For wheel: pixels to scroll down (negative: up); a notch is about 100.",
+                                     minimum=-MAX_WHEEL, maximum=MAX_WHEEL)] = 0,
+              scale: Annotated[float, Arg("The scale of the screenshot x and y were read from (get_screenshot's "
+                                          "scale: picture pixels per window pixel); default 1, the window's own "
+                                          "pixels. With it, click what the picture shows where it shows it.",
+                                          minimum=MIN_SCALE, maximum=1)] = 1.0) -> Pending:
+        size = timing.window_size()
+        if size is None:
+            raise ValueError(words.no_area)
+        if action == "wheel" and not (dx or dy):
+            raise ValueError("wheel scrolls by dx and dy pixels (positive: right, down): give at least one")
+        if action != "wheel" and (dx or dy):
+            raise ValueError(f"dx and dy are for action wheel, not {action}")
+        wx, wy = window_point(x, y, float(scale), size)
         left, top = timing.pointer_origin()
         pending = timing.defer()
-        if devices.pointer != (x, y) or action == "move":
-            timing.soon(lambda: devices.move(left + x, top + y, (x, y)))
+        shown = (x, y) if scale == 1.0 else (wx, wy)
+        if devices.pointer != shown or action == "move":
+            timing.soon(lambda: devices.move(left + wx, top + wy, shown))
+        result: dict[str, Any] = {"x": x, "y": y, "button": button, "action": action}
+        if scale != 1.0:
+            result.update(window={"x": wx, "y": wy}, scale=scale)
         if action == "click":
             timing.soon(lambda: devices.button(button, True))
             timing.after_frames(1, lambda: devices.button(button, False))
-            pending.complete_after_sim_frames(2, lambda: {"x": x, "y": y, "button": button, "action": action})
+            pending.complete_after_sim_frames(2, lambda: result)
             return pending
         if action in ("down", "up"):
             timing.soon(lambda: devices.button(button, action == "down"))
-        pending.complete_after_sim_frames(1, lambda: {"x": x, "y": y, "button": button, "action": action})
+        elif action == "wheel":
+            result.update(dx=dx, dy=dy)
+            timing.soon(lambda: devices.wheel(dx, dy))
+        pending.complete_after_sim_frames(1, lambda: result)
         return pending
 
     mouse.__doc__ = words.mouse
@@ -140,6 +186,7 @@ def text_command(devices: Devices, timing: Frames, words: Words) -> Callable[...
     return text
 
 
-def input_commands(devices: Devices, timing: Frames, words: Words) -> list[Callable[..., Any]]:
+def input_commands(devices: Pointer, timing: Frames, words: Words) -> list[Callable[..., Any]]:
     """The ``key``, ``mouse`` and ``text`` command functions (for ``bridge.command``)."""
-    return [make(devices, timing, words) for make in (key_command, mouse_command, text_command)]
+    return [key_command(devices, timing, words), mouse_command(devices, timing, words),
+            text_command(devices, timing, words)]

@@ -22,12 +22,14 @@ ticks: list[int] = []
 x = 0
 right = 0  # frames in which the right arrow was held
 spaces: list[int] = []  # the frame (its number, from 1) in which each space keydown was read
+mice: list[list] = []  # MOUSEWHEEL (x, y, precise_y) and MOUSEBUTTONDOWN (button, pos) as read
 
 
 @state_hook
 def bridge_state():
     return {"game": {"dts": dts[-50:], "ticks": ticks[-50:], "x": x, "frames": len(dts), "right": right,
-                     "spaces": spaces[-20:]}}
+                     "spaces": spaces[-20:],
+                     "mice": mice[-10:]}}
 
 
 def main() -> None:
@@ -45,6 +47,10 @@ def main() -> None:
                 sys.exit(3)
             if event.type == pygame.KEYDOWN and event.key == pygame.K_SPACE:
                 spaces.append(len(dts) + 1)
+            if event.type == pygame.MOUSEWHEEL:
+                mice.append(["wheel", event.x, event.y, event.precise_y])
+            if event.type == pygame.MOUSEBUTTONDOWN:
+                mice.append(["down", event.button, list(event.pos)])
         if "--crash" in sys.argv:
             raise RuntimeError("the game crashed in its first frame")
         if pygame.key.get_pressed()[pygame.K_RIGHT]:
