@@ -19,8 +19,7 @@ from .digest import get_path, shown_value
 from . import inputs as timed_inputs
 from .events import Shown, answer_digest
 from .outcome import command_outcome
-from .screen import check_screen, with_screen
-from .waiting import Condition
+from .waiting import Condition, check_screen, with_screen
 
 #: The environment variable that starts a game paused (``clock``).
 START_PAUSED_ENV = ENV_START_PAUSED

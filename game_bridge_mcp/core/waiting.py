@@ -14,7 +14,9 @@ from typing import Any, Callable
 from .. import polling
 from ..contract import (CONDITION_KEYS, CONDITION_SHAPES, DEFAULT_STABLE_FRAMES, DEFAULT_WAIT_MS, MAX_STEP_FRAMES,
                         MAX_WAIT_MS, SCREEN_WAITS, TIMEOUT_KEY)
-from ..wire.screen import Region
+from ..contract import SCREENSHOT_FEATURE
+from ..wire.client import GameClient
+from ..wire.screen import Region, ScreenHash, screen_hash
 from .digest import digest_keeps, event_text, get_path, json_equal, shown_value
 from ..errors import BridgeUsageError, GameOffline
 from ..jsonio import as_int
@@ -360,3 +362,35 @@ def wait_for_state(poll: Callable[[int | None], Mapping[str, Any]], condition: C
     if not waited.matched:
         result["note"] = watch.miss_note(waited.total_ms)
     return result, waited.state
+
+
+# ----------------------------------------------------------------------------- the picture beside a state
+
+class Seen(dict):  # type: ignore[type-arg]
+    """A state, with the picture's hash taken right after it (``screen``)."""
+
+    screen: ScreenHash | None = None
+
+
+def check_screen(client: GameClient, condition: Condition) -> None:
+    """A picture condition needs the game's pictures: BridgeUsageError naming the feature
+    when its ``/health`` does not list ``screenshot``."""
+    if condition.screen is None:
+        return
+    features = client.features if client.features is not None else client.learn_features()
+    if SCREENSHOT_FEATURE not in features:
+        shown = ", ".join(sorted(features)) or "none"
+        raise BridgeUsageError(
+            f"{condition.what}: the game on port {client.port} does not serve screenshots (its /health features: "
+            f"{shown}), so its picture cannot be watched. Wait on its state instead ({{path, changes: true}} or "
+            "{event}), or give it the screenshot feature.", port=client.port, feature=SCREENSHOT_FEATURE)
+
+
+def with_screen(client: GameClient, condition: Condition, state: dict[str, Any], *,
+                timeout_ms: int | None = None) -> dict[str, Any]:
+    """``state`` as it is, or (a picture condition) with the picture's hash beside it."""
+    if condition.screen is None:
+        return state
+    seen = Seen(state)
+    seen.screen = screen_hash(client, condition.region, timeout_ms=timeout_ms)
+    return seen

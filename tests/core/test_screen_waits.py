@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import pytest
 
-from game_bridge_mcp.game.demo.picture import MARGIN
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
 from kit_helpers import demo, doc, fetch
 from loop_helpers import bridge_for

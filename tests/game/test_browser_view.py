@@ -7,7 +7,6 @@ screenshot, 768x576, is scaled), in real headless Chromium."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest

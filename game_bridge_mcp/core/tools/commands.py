@@ -17,8 +17,7 @@ from ..events import answer_digest
 from ..host import Host
 from ..outcome import command_answer, command_outcome
 from ..pending import CLOCK_COMMANDS, pending_note
-from ..screen import check_screen, with_screen
-from ..waiting import Condition, Until, wait_until
+from ..waiting import Condition, Until, check_screen, wait_until, with_screen
 
 
 def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | None = None, *,

@@ -12,10 +12,9 @@ from typing import Any
 from .commands import condition_polls, digest
 from ..host import Host
 from .. import clock
-from ..waiting import Condition, wait_for_state
+from ..waiting import Condition, check_screen, wait_for_state
 from ...contract import DEFAULT_STABLE_FRAMES, condition_properties
 from ...wire.screen import Region
-from ..screen import check_screen
 from ...errors import BridgeUsageError
 from ..digest import get_path
 from .shapes import BOOL, INT, STR, answer, from_game, rooted, with_digest
