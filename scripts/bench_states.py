@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
 import shutil
@@ -166,11 +167,14 @@ def reexecution(work: Path, name: str, argv: list[str], frames: int, rounds: int
         saved = call(bridge, "save_state", port)
         call(bridge, "advance", port, frames=5)
         restores, by_hand = [], []
+        differed: list[str] = []
         exact = True
         for _ in range(rounds):
             took, restored = timed(lambda: call(bridge, "restore_state", port, state=saved["state"]))
             restores.append(took)
             exact = exact and restored["exact"] and restored["how"] == "re-execution"
+            if not restored["exact"]:
+                differed.extend(restored.get("differed") or [])
 
             def manual() -> None:
                 launched = bridge.run_tool("launch_instance", {"paused": True})
@@ -186,7 +190,8 @@ def reexecution(work: Path, name: str, argv: list[str], frames: int, rounds: int
                 bridge.run_tool("stop_instance", {"port": other})
         return {"frames": frames, "restore_state (re-executed)": in_ms(restores),
                 "launch + steps by hand": in_ms(by_hand),
-                "restore/by hand": round(median(restores) / median(by_hand), 2), "exact": exact}
+                "restore/by hand": round(median(restores) / median(by_hand), 2), "exact": exact,
+                **({"differed": sorted(set(differed))} if differed else {})}
     finally:
         bridge.shutdown()
 
@@ -210,12 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("chromium") or shutil.which("chromium-browser"):
             games["web page (browser wrapper)"] = [sys.executable, "-m", "game_bridge_mcp.game.browser", "--port",
                                                   "{port}", str(WEB_PAGE)]
-        try:
-            import pygame  # noqa: F401
+        if importlib.util.find_spec("pygame") is not None:  # (not imported: it prints a banner on stdout)
             games["pygame game (pygame wrapper)"] = [sys.executable, "-m", "game_bridge_mcp.game.pygame", "--port",
                                                     "{port}", str(PYGAME_GAME)]
-        except ImportError:
-            pass
         for index, (name, game) in enumerate(games.items()):
             report[f"re-execution: {name}"] = reexecution(work, f"reexec{index}", game, frames, slow_rounds)
     finally:

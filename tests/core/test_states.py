@@ -18,7 +18,7 @@ from game_bridge_mcp.config import Config
 from game_bridge_mcp.core.bridge import Bridge
 from game_bridge_mcp.launch.declaration import load_declaration
 from game_bridge_mcp.mcp_server.adapter import BridgeServer
-from launch_helpers import ProcessGuard
+from launch_helpers import ProcessGuard, wait_until
 from ports import free_range
 from mcp_harness import connect, data, is_error, text
 
@@ -358,3 +358,24 @@ def test_a_pygame_game_is_the_same_twice_and_restored_by_re_execution_exactly(tm
         assert forked["exact"] is True and forked["simFrame"] == saved["simFrame"] == 61  # the first flip is frame 1
 
     run(bridge, body)
+
+
+def test_live_copies_in_a_game_the_bridge_did_not_launch_are_dropped_with_the_session(tmp_path: Path) -> None:
+    from peers.handmade import HandmadeGame
+
+    with HandmadeGame(hz=200, start_paused=True) as game:
+        config = Config(environ={"GAME_BRIDGE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)},
+                        registry_dir=tmp_path / "home" / "instances", scan_range=(1,))
+        bridge = Bridge(config)
+        try:
+            for _ in range(3):
+                saved = bridge.run_tool("call_tool", {"port": game.port, "name": "save_state", "arguments": {}})
+                assert saved["how"] == "snapshot"
+            assert len(game.snapshots) == 3
+            kept = bridge.run_tool("call_tool", {"port": game.port, "name": "save_state",
+                                                 "arguments": {"keep": True}})
+            assert Path(kept["file"]).is_file()
+        finally:
+            bridge.shutdown()
+        assert wait_until(lambda: game.snapshots == {}, 5)  # the session's copies went with it (dropped, not waited on)
+        assert Path(kept["file"]).is_file()  # a kept state did not

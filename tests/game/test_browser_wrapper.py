@@ -180,6 +180,7 @@ def test_running_the_page_runs_its_frames_and_pause_holds_it(game: Wrapped) -> N
     held = paused["game"]["frames"]
     assert wait_until(lambda: game.doc("/health")["frame"] >= paused["frame"] + 20, 20)
     assert game_state(game)["frames"] == held
+    assert game.doc("/state")["browser"]["fps"] == 0  # held: no frames of its own (the same every run)
 
 
 @pytest.mark.slow

@@ -425,7 +425,9 @@ class Page:
         """``/state`` (HTTP thread): what the driving thread saw last."""
         seen = self.seen
         now = time.monotonic()
-        fps = sum(1 for t in list(self._frame_times) if now - t <= 1.0)
+        # Held, the page runs no frames of its own: 0 (what it would count, steps a second, is the
+        # agent's pace, and would make /state differ from one run of the same steps to the next).
+        fps = 0 if self.bridge.paused else sum(1 for t in list(self._frame_times) if now - t <= 1.0)
         doc: dict[str, Any] = {"browser": {
             "title": seen.get("title", ""), "url": seen.get("url", ""), "readyState": seen.get("readyState"),
             "window": dict(zip(("width", "height"), self.window_size() or (0, 0))),
