@@ -107,6 +107,55 @@ def test_close_and_an_instances_output_are_its_sessions_alone(tmp_path: Path, gu
         server.stop()
 
 
+def test_another_sessions_instance_is_not_saved_restored_or_forked_from_here(tmp_path: Path,
+                                                                               guard: ProcessGuard) -> None:
+    """save_state, restore_state and fork_instance {port} from another session are refused and
+    leave its game as it was (before: session B's restore_state loaded B's state into A's game)."""
+    import json
+
+    from ports import free_range
+
+    low, high = free_range(4)
+    project = tmp_path / "project"
+    project.mkdir()
+    decl = project / "gamebridge.json"
+    decl.write_text(json.dumps({"name": "Handmade", "launch": {
+        "argv": [sys.executable, str(ROOT / "tests" / "peers" / "handmade.py"), "--port", "{port}", "--hz", "200"],
+        "cwd": str(ROOT), "portRange": f"{low}-{high}", "readyTimeoutMs": 20000}}))
+    server = HttpServer(tmp_path, guard, decl)
+    try:
+        async def main() -> None:
+            async with connect(server.url, server.token) as first, connect(server.url, server.token) as second:
+                async def call(client: Any, name: str, port: int | None, **arguments: Any) -> Any:
+                    args: dict[str, Any] = {"name": name, "arguments": arguments}
+                    if port is not None:
+                        args["port"] = port
+                    return await client.call_tool("call_tool", args)
+
+                mine = data(await first.call_tool("launch_instance", {"paused": True}))["port"]
+                theirs = data(await second.call_tool("launch_instance", {"paused": True}))["port"]
+                await call(first, "move", mine, dx=2)
+                await call(first, "advance", mine, frames=2)
+                saved = data(await call(second, "save_state", theirs))  # B's own state, of B's game
+                before = data(await call(first, "get_state", mine))
+                for name, arguments in (("restore_state", {"state": saved["state"]}), ("save_state", {}),
+                                        ("fork_instance", {})):
+                    refused = await call(second, name, mine, **arguments)
+                    assert is_error(refused) and "launched by another MCP session" in text(refused), (name, text(refused))
+                after = data(await call(first, "get_state", mine))
+                assert after["game"] == before["game"] and after["simFrame"] == before["simFrame"]
+                assert data(await call(first, "list_states", None))["count"] == 0
+                # each session does all of it on its own instance; a state of its own forks anywhere
+                own = data(await call(first, "save_state", mine))
+                assert data(await call(first, "restore_state", mine, state=own["state"]))["exact"] is True
+                forked = data(await call(second, "fork_instance", None, state=saved["state"]))
+                assert forked["exact"] is True and forked["port"] not in (mine, theirs)
+
+        anyio.run(main)
+    finally:
+        server.stop()
+
+
 def test_launched_games_do_not_inherit_the_token(tmp_path: Path, guard: ProcessGuard) -> None:
     decl = write_declaration(tmp_path / "project", "--child", "plain", "--lines", "2")
     server = HttpServer(tmp_path, guard, decl, env={"GAME_BRIDGE_TOKEN": STRONG})

@@ -104,13 +104,15 @@ def run_command(host: Host, port: int, command: str, args: Mapping[str, Any] | N
 
 def refuse_other_sessions(host: Host, port: int, consequence: str) -> None:
     """An instance another MCP session of this bridge launched is that session's alone
-    (--http): nothing ends it or reads its output from here, whichever tool asks."""
+    (--http): nothing ends it, reads its output, or saves or restores its state from here,
+    whichever tool asks."""
     elsewhere = getattr(host.launcher(create=False), "launched_elsewhere", None)
     if elsewhere is not None and elsewhere(port):
         raise BridgeUsageError(
             f"Port {port} was launched by another MCP session of this bridge, not by this one, so "
-            f"{consequence}. Only the session that launched it can stop it (its instances stop when that "
-            "session ends); launch an instance of your own with launch_instance.",
+            f"{consequence}. Only the session that launched it can stop, close, read the output of, save or "
+            "restore it (its instances stop when that session ends); launch an instance of your own with "
+            "launch_instance.",
             port=port, launchedBy="another session")
 
 

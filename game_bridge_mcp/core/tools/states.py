@@ -7,6 +7,7 @@ from typing import Any
 
 from ..host import Host
 from ..states import restoring, saving
+from .commands import refuse_other_sessions
 from .shapes import BOOL, INT, INT_OR_NULL, STR, STR_OR_NULL, answer, rooted, with_digest
 from .unit import PORT, ToolDef, schema
 
@@ -34,7 +35,10 @@ SAVE_ANSWER = answer("save_state's answer", {
 
 def save_state(bridge: Host, *, port: Any = None, label: Any = None, keep: bool | None = None,
                screenshot: bool | None = None) -> dict[str, Any]:
-    return saving.save(bridge, bridge.resolve_port(port), label=label, keep=bool(keep), screenshot=bool(screenshot))
+    target = bridge.resolve_port(port)
+    refuse_other_sessions(bridge, target, "save_state will not leave a copy in it (a game keeps 16 at most, "
+                          "and that session's own saves need the places)")
+    return saving.save(bridge, target, label=label, keep=bool(keep), screenshot=bool(screenshot))
 
 
 SAVE_STATE = ToolDef(
@@ -59,7 +63,9 @@ RESTORE_ANSWER = with_digest(answer("restore_state's answer", {
 
 
 def restore_state(bridge: Host, *, port: Any = None, state: Any = None, file: Any = None) -> dict[str, Any]:
-    return restoring.restore(bridge, bridge.resolve_port(port), state=state, file=file)
+    target = bridge.resolve_port(port)
+    refuse_other_sessions(bridge, target, "restore_state will not change its game (nor replace its process)")
+    return restoring.restore(bridge, target, state=state, file=file)
 
 
 RESTORE_STATE = ToolDef(
@@ -82,6 +88,9 @@ FORK_ANSWER = with_digest(answer("fork_instance's answer", {
 
 def fork_instance(bridge: Host, *, state: Any = None, file: Any = None, port: Any = None,
                   paused: bool | None = None) -> dict[str, Any]:
+    if state is None and file is None:  # forking a port's current frame saves it first
+        refuse_other_sessions(bridge, bridge.resolve_port(port), "fork_instance will not save a copy in it to fork "
+                              "from (a game keeps 16 at most, and that session's own saves need the places)")
     return restoring.fork(bridge, state=state, file=file, port=port, paused=paused)
 
 

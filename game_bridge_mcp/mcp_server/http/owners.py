@@ -26,6 +26,9 @@ class SharedLauncher:
         self._lock = threading.Lock()
         #: port -> the id of the session that launched the instance there.
         self._owners: dict[int, str] = {}
+        #: port -> the session that launched there last, kept after it stopped: the launcher
+        #: keeps a stopped instance's output until the next launch there, for that session.
+        self._last: dict[int, str] = {}
 
     def launcher(self) -> Any:
         with self._lock:
@@ -65,6 +68,12 @@ class SharedLauncher:
     def claim(self, port: int, session: str) -> None:
         with self._lock:
             self._owners[port] = session
+            self._last[port] = session
+
+    def launched_last(self, port: int) -> str | None:
+        """The session that launched the newest instance on ``port``, running or stopped."""
+        with self._lock:
+            return self._last.get(port)
 
     def release(self, port: int, session: str) -> None:
         with self._lock:
@@ -119,6 +128,13 @@ class SessionLaunches:
                 record["launchNote"] = ("launched by another MCP session of this bridge: only that session can "
                                         "stop it (its instances stop when it ends)")
 
+    def has_output(self, port: int) -> bool:
+        """Whether ``log`` reads output for ``port``: this session launched the newest instance
+        there (running, or stopped and its output kept by the launcher)."""
+        launcher = self.shared.started()
+        return (launcher is not None and self.shared.launched_last(port) == self.session
+                and launcher.has_output(port))
+
     def info(self, port: int) -> dict[str, Any] | None:
         launcher = self.shared.started()
         return None if launcher is None else launcher.info(port)
@@ -146,7 +162,8 @@ class SessionLaunches:
         return result
 
     def log(self, port: int, **kwargs: Any) -> dict[str, Any]:
-        self._own(port)
+        if not self.has_output(port):
+            self._own(port)
         result: dict[str, Any] = self.shared.launcher().log(port, **kwargs)
         return result
 
