@@ -371,6 +371,21 @@ def _use(config: Config, declaration: LaunchDeclaration) -> Config:
     return config
 
 
+def required_declaration(config: Config) -> LaunchDeclaration:
+    """The Config's launch declaration, or the BridgeUsageError saying what to write."""
+    decl = declaration_of(config)
+    if decl is None:
+        raise BridgeUsageError(
+            "launch_instance needs a launch declaration, and none was found: put a "
+            "gamebridge.json in your project root (the bridge looks in its working "
+            "directory and the directories above it, up to the repository root or your "
+            "home directory), or point --config / "
+            "GAME_BRIDGE_CONFIG at one. It says how to start the game, with {port} where "
+            "the debug port goes:\n" + EXAMPLE + "\nUse \"argv\": [\"./run-game\", "
+            "\"--port\", \"{port}\"] instead of \"command\" to run without a shell.")
+    return decl
+
+
 def declaration_of(config: Config) -> LaunchDeclaration | None:
     """The Config's launch declaration, if it has one."""
     decl = config.declaration
@@ -379,4 +394,4 @@ def declaration_of(config: Config) -> LaunchDeclaration | None:
 
 __all__ = ["DECLARATION_FILE", "DEFAULT_PORT_RANGE", "DEFAULT_READY_TIMEOUT_MS", "EXAMPLE", "PYTHON_PLACEHOLDER",
            "LaunchDeclaration", "apply_project_config", "bridge_python", "declaration_of", "find_declaration",
-           "load_declaration", "parse_declaration"]
+           "load_declaration", "parse_declaration", "required_declaration"]

@@ -236,6 +236,15 @@ class LaunchedInstance:
         self.exit_code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
         return True
 
+    def describe_exit(self, answer: dict[str, Any]) -> None:
+        """Add ``signal`` (the signal that ended the launched process) or ``exitUnknown``
+        (its status was lost) to an answer that reports ``exitCode``."""
+        name = signal_name(self.exit_code)
+        if name is not None:
+            answer["signal"] = name
+        elif self.exited and self.exit_code is None:
+            answer["exitUnknown"] = how_exited(None)
+
     def leader_unreaped(self) -> bool:
         """True only while it is proved that the direct child's pid (and so its group id)
         cannot have been reused: it is our child and not yet reaped, checked through its

@@ -17,11 +17,11 @@ from .capture import LOG_CAP_BYTES, TailReader, open_log_file, prune_logs
 from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
-from .instance import LaunchedInstance, how_exited, signal_name
+from .instance import LaunchedInstance, how_exited
 from .portclaim import claim_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
-from .declaration import EXAMPLE, LaunchDeclaration, declaration_of
+from .declaration import LaunchDeclaration, required_declaration
 from ..paths import ENV_INSTANCES, check_home, locks_dir, log_dir, make_dirs, package_path_dir, registry_dir
 from ..polling import Deadline, poll_until
 from ..wire.transport import Opener
@@ -52,16 +52,6 @@ EXIT_STATUS_S = 1.0
 MAX_TIMEOUT_MS = 86_400_000
 #: Stopped instances whose output ``log`` still reads (each until the next launch on its port).
 ENDED_KEPT = 32
-
-
-def _describe_exit(answer: dict[str, Any], inst: LaunchedInstance) -> None:
-    """Add ``signal`` (the signal that ended the launched process) or ``exitUnknown``
-    (its status was lost) to an answer that reports ``exitCode``."""
-    name = signal_name(inst.exit_code)
-    if name is not None:
-        answer["signal"] = name
-    elif inst.exited and inst.exit_code is None:
-        answer["exitUnknown"] = how_exited(None)
 
 
 def _whole(value: Any) -> Any:
@@ -206,7 +196,7 @@ class Launcher:
             answer = {"port": port, **ended.capture.read(lines, since), "logFile": str(ended.capture.log_path),
                       "running": False, "exitCode": ended.exit_code, "stopped": True}
             answer["note"] = "The instance has stopped; its output is kept until the next launch on this port."
-            _describe_exit(answer, ended)
+            ended.describe_exit(answer)
             return answer
         if inst is None:
             held = f" Instances launched here: {', '.join(map(str, ports))}." if ports else ""
@@ -221,7 +211,7 @@ class Launcher:
         answer = {"port": port, **result, "logFile": str(inst.capture.log_path),
                   "running": running, "exitCode": None if running else inst.exit_code}
         if not running:
-            _describe_exit(answer, inst)
+            inst.describe_exit(answer)
         return answer
 
     def shutdown(self, *, grace_ms: int = 1000) -> None:
@@ -259,17 +249,7 @@ class Launcher:
 
     # ------------------------------------------------------------------ launch parts
     def _declaration(self) -> LaunchDeclaration:
-        decl = declaration_of(self.config)
-        if decl is None:
-            raise BridgeUsageError(
-                "launch_instance needs a launch declaration, and none was found: put a "
-                "gamebridge.json in your project root (the bridge looks in its working "
-                "directory and the directories above it, up to the repository root or your "
-                "home directory), or point --config / "
-                "GAME_BRIDGE_CONFIG at one. It says how to start the game, with {port} where "
-                "the debug port goes:\n" + EXAMPLE + "\nUse \"argv\": [\"./run-game\", "
-                "\"--port\", \"{port}\"] instead of \"command\" to run without a shell.")
-        return decl
+        return required_declaration(self.config)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -461,7 +441,7 @@ class Launcher:
                 "exitCode": inst.exit_code if inst.leader_exited() else None,
                 "stoppedInMs": int((time.monotonic() - t0) * 1000),
                 "logFile": str(inst.capture.log_path)}
-            _describe_exit(result, inst)
+            inst.describe_exit(result)
             if note is not None:
                 result["note"] = note
             if survivors:
