@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import polling
-from ...contract import SCREENSHOT_FEATURE
+from ...contract import MAX_STEP_FRAMES, SCREENSHOT_FEATURE
 from ...errors import BridgeError, CommandFailed, CommandRejected, CommandTimeout, NotAGameSurface
 from ...jsonio import as_int
 from ...polling import Deadline, poll_until
@@ -36,9 +36,22 @@ def sim_frame_of(state: Mapping[str, Any], client: GameClient) -> int:
 
 
 def step(client: GameClient, frames: int, at: int, *, timeout_ms: int) -> int:
-    """Step a paused game ``frames`` frames from simulation frame ``at`` and wait until its
+    """Step a paused game ``frames`` frames from simulation frame ``at``: in steps of at most
+    :data:`~game_bridge_mcp.contract.MAX_STEP_FRAMES` (what a game's ``step`` takes; a stretch
+    the game ran on its own clock can be longer), each waited on. Returns the new frame."""
+    target = at + frames
+    while at < target:
+        polling.check_cancelled()
+        if target - at > MAX_STEP_FRAMES:
+            polling.report_progress(at, target, f"re-executing: stepping to simFrame {target} (at {at})")
+        at = _step_once(client, min(target - at, MAX_STEP_FRAMES), at, timeout_ms=timeout_ms)
+    return at
+
+
+def _step_once(client: GameClient, frames: int, at: int, *, timeout_ms: int) -> int:
+    """One ``step`` of ``frames`` (at most MAX_STEP_FRAMES) and wait until the game's
     ``simFrame`` shows them run (a step's own completion may wait behind an input that is
-    still held, so the frame is what is waited on). Returns the new frame."""
+    still held, so the frame is what is waited on)."""
     target = at + frames
     client.command("step", {"frames": frames}, timeout_ms=timeout_ms)
     deadline = Deadline(timeout_ms / 1000 + frames * STEP_ALLOWANCE_S)

@@ -1,0 +1,47 @@
+"""States against what goes wrong on the other side: a game that answers ``snapshot``
+wrongly, a game that ran on its own clock for long, a state file written by hand. Each is a
+clear error or an honest ``exact: false``, nothing is left running that should not be, and
+the bridge goes on serving (test_states.py has the plain bad input of docs/states.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from launch_helpers import ProcessGuard
+from mcp_harness import data, is_error, text
+from test_states import HANDMADE, bridge_for, call, run
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+
+
+def test_a_game_that_ran_free_past_one_steps_worth_is_re_executed_to_its_frame(tmp_path: Path,
+                                                                              guard: ProcessGuard) -> None:
+    """A game's step takes at most 10,000 frames: a stretch it ran on its own clock that is
+    longer (resume, then pause) is stepped again in pieces, not in one step it refuses."""
+    bridge = bridge_for(tmp_path, guard, HANDMADE + ["--features", "results,after,clock", "--hz", "8000"])
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "move", port, dx=2)
+        await call(client, "advance", port, frames=2)
+        await call(client, "resume", port)
+        deadline = time.monotonic() + 60
+        while data(await call(client, "get_state", port, path="simFrame"))["value"] < 10_200:
+            assert time.monotonic() < deadline, "the game did not run 10,200 frames in 60 s"
+            await anyio.sleep(0.05)
+        await call(client, "pause", port)
+        saved = data(await call(client, "save_state", port))
+        assert saved["how"] == "re-execution" and saved["simFrame"] > 10_200, saved
+        assert saved["exact"] is False and "own clock" in saved["note"]  # said, not hidden
+        forked = await call(client, "fork_instance", state=saved["state"])
+        assert not is_error(forked), text(forked)
+        forked = data(forked)
+        assert forked["simFrame"] == saved["simFrame"] and forked["game"]["x"] == 2, forked
+        assert forked["exact"] is True, forked  # the hand-made game's future is its commands alone
+
+    run(bridge, body)
