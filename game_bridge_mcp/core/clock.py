@@ -168,6 +168,9 @@ class Advance:
             else:
                 outcome = self.client.command_and_sync("step", {"frames": frames}, timeout_ms=timeout_ms,
                                                        digest=self.digest)
+        except polling.Cancelled:
+            self._interrupt()
+            raise
         except GameOffline as exc:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} stopped answering during advance, {self._where(before)}: "
@@ -200,6 +203,16 @@ class Advance:
         self._verify(frames, before, state)
         self.advanced += frames
         return state
+
+    def _interrupt(self) -> None:
+        """The call was cancelled while a step ran: a pause ends the step at the frame it has
+        reached (the kit's clock; the game's result and its step:interrupted event say
+        where), rather than letting it run every frame it was asked for."""
+        with polling.cancel_scope(None):  # (sent for the call that is ending)
+            try:
+                self.client.command("pause", {}, timeout_ms=2000)
+            except BridgeError as exc:
+                log.info("port %s: a pause after a cancelled advance was not sent: %s", self.port, exc)
 
     def _blocked(self) -> bool:
         """Whether a command answered as pending is still not done (so a step's completion

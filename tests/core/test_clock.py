@@ -340,3 +340,42 @@ def test_each_frame_is_one_step_and_one_held_digest_unless_the_condition_needs_m
                 held = [r for r in game.requests[mark:] if r.startswith("/state?after=")]
                 assert len(held) == 4 and not any("view=digest" in r for r in held), game.requests[mark:]
         anyio.run(main)
+
+
+def test_a_cancelled_advance_of_many_frames_stops_its_step_and_says_where() -> None:
+    """One step of 10000 frames (no until): cancelled, the bridge sends a pause, which ends
+    the kit's step at the frame it reached (issue 38, item 7); the step's result and the
+    step:interrupted event say where, and nothing steps the game any more. (A kit game
+    whose every update takes 2 ms, so 10000 frames take 20 s at least.)"""
+    from game_bridge_mcp.game.kit import GameBridge
+    from kit_helpers import looping
+
+    slow = GameBridge("Slow", clock=True, register=False, environ={"GAME_BRIDGE_START_PAUSED": "1"})
+    with looping(slow, lambda: time.sleep(0.002), hz=500) as port:
+        app = BridgeServer(bridge_for(port))
+
+        async def main() -> None:
+            async with connect(app) as client:
+                start = data(await call(client, "get_state", port, summary=True))["simFrame"]
+                async with anyio.create_task_group() as tasks:
+                    running = await start_call(client, tasks, "call_tool", {
+                        "name": "advance", "port": port, "arguments": {"frames": 10000}})
+                    deadline = time.monotonic() + 10
+                    while data(await call(client, "get_state", port, summary=True))["simFrame"] < start + 5:
+                        assert time.monotonic() < deadline, "advance did not start stepping"
+                        await anyio.sleep(0.01)
+                    await running.cancel()
+                    deadline = time.monotonic() + 10
+                    while app.calls_in_flight:
+                        assert time.monotonic() < deadline, "the cancelled advance did not end"
+                        await anyio.sleep(0.005)
+                after = data(await call(client, "get_state", port, summary=True))
+                stopped_at = after["simFrame"]
+                assert stopped_at < start + 10000 and after["paused"] is True
+                await loop_frames_pass(client, port, 10)
+                assert data(await call(client, "get_state", port, summary=True))["simFrame"] == stopped_at
+                events = data(await call(client, "get_events", port, since=0))["events"]
+                cut = [e for e in events if e["m"] == "step:interrupted"]
+                assert cut and cut[-1]["simFrame"] <= stopped_at, events
+                assert data(await call(client, "advance", port, frames=3))["framesAdvanced"] == 3  # steps as before
+        anyio.run(main)

@@ -101,6 +101,8 @@ class GameBridge:
         self._outcomes = Outcomes()
         self._queue = CommandQueue(self._table, self._outcomes, self.lock, self._run_on_close,
                                    self._clock.after_frames)
+        self._queue.interrupt = self._clock.interrupt
+        self._clock.on_interrupt.append(lambda: self.event("step:interrupted", simFrame=self._clock.sim_frame))
         self._events = EventLog(event_buffer, max_events)
         #: Events at ``simFrame``, not the loop's count (a wrapper's loop turns while held).
         self._sim_frame_events = bool(sim_frame_events) and bool(clock)
@@ -160,6 +162,10 @@ class GameBridge:
         if func is not None:
             return register(func)
         return register
+
+    def on_step_interrupted(self, release: Callable[[], None]) -> None:
+        """Call ``release`` (on the game thread) when a pause cuts a step short."""
+        self._clock.on_interrupt.append(release)
 
     def toolset(self, name: str, description: str) -> None:
         """Describe a toolset (say what a caller reaches for it to do)."""

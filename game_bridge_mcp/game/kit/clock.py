@@ -31,6 +31,25 @@ class Clock:
         self.fixed_dt = fixed_dt
         self.owed = 0  # simulation frames a step still has to run
         self._timers: list[list[Any]] = []  # [frames left, callback]
+        #: The step under way: its completion, the frames it asked for, simFrame at its start.
+        self.step: tuple[Pending, int, int] | None = None
+        #: Run when a step is cut short (a wrapper lets go of the input it holds).
+        self.on_interrupt: list[Callable[[], None]] = []
+
+    def interrupt(self) -> None:
+        """``pause`` while a step runs: the step ends at the frame it has reached (it
+        completes, saying so and how far it got), and what waits on it goes on."""
+        if self.step is None:
+            return
+        pending, asked, start = self.step
+        self.step = None
+        self.owed = 0
+        if pending.done:
+            return
+        for release in self.on_interrupt:
+            release()
+        pending.complete({"simFrame": self.sim_frame, "frames": self.sim_frame - start, "interrupted": True,
+                          "asked": asked})
 
     @property
     def stepping(self) -> bool:
@@ -92,10 +111,12 @@ def clock_commands(bridge: Pausable, clock: Clock) -> list[CommandSpec]:
     def step(frames: Annotated[int, Arg(f"Simulation frames to run, 1 to {MAX_STEP_FRAMES}.",
                                         minimum=1, maximum=MAX_STEP_FRAMES)] = 1) -> Pending:
         """Advance the paused game exactly this many simulation frames (fixed time step);
-        completes once they have run. A running game is paused first."""
+        completes once they have run. A running game is paused first. A pause sent
+        meanwhile ends it at the frame it has reached (its result says interrupted)."""
         bridge.set_paused(True)
         pending = bridge.defer(hold=True)
         clock.owe(frames)
+        clock.step = (pending, frames, clock.sim_frame)
         pending.complete_after_sim_frames(frames, lambda: {"simFrame": clock.sim_frame, "frames": frames})
         return pending
 

@@ -119,6 +119,10 @@ class CommandQueue:
         self._current: int | None = None  # the command being applied
         self._deferred: Pending | None = None  # its Pending, if it called defer()
         self._hold: Pending | None = None  # a Pending that holds the queue (a step)
+        #: What a ``pause`` accepted while a step holds the queue does to it (the clock's
+        #: interrupt), and whether one came in.
+        self.interrupt: Callable[[], None] | None = None
+        self._interrupting = False
 
     def accept(self, query: str, frame: int, refusing: bool) -> tuple[int, dict[str, Any]]:
         """Validate a ``/command`` query and queue it: ``(status, answer)``. Runs on the
@@ -148,6 +152,8 @@ class CommandQueue:
         with self._id_lock:  # ids and queue order agree
             command_id = next(self._ids)
             self._queue.put(Queued(command_id, spec, kwargs))
+        if name == "pause" and self._hold is not None:
+            self._interrupting = True  # the step stops at the next frame, not after all of them
         return 200, {"accepted": True, "commandId": command_id, "frame": frame}
 
     def drain(self) -> int:
@@ -157,6 +163,9 @@ class CommandQueue:
         with self.lock:
             while not self.closing:
                 if self._hold is not None:
+                    if not self._hold.done and self._interrupting and self.interrupt is not None:
+                        self.interrupt()
+                    self._interrupting = False
                     if not self._hold.done:
                         break
                     self._hold = None

@@ -103,6 +103,14 @@ class Devices:
         kind = self.pg.MOUSEBUTTONDOWN if down else self.pg.MOUSEBUTTONUP
         self._post(kind, pos=self.pointer, button=button, touch=False)
 
+    def release_all(self) -> None:
+        """Let go of every key and button still held (a step cut short)."""
+        for code in sorted(self.keys_down):
+            self.key_event(code, False)
+        for button in sorted(self.buttons_down):
+            if self.pointer is not None:
+                self.button(button, False)
+
     def wheel(self, dx: int, dy: int) -> None:
         """A wheel turned where the pointer is: MOUSEWHEEL (in notches of 100 pixels, at least
         one; positive y is away from the user, so up) and, as pygame also posts them, a press

@@ -158,6 +158,7 @@ def run(opts: Options) -> int:
     late.engine = wrapper
     bridge.screenshot(wrapper.capture, window=wrapper.window_size)
     add_commands(bridge, input_commands(wrapper.devices, wrapper, WORDS))
+    bridge.on_step_interrupted(lambda: wrapper.schedule.let_go(wrapper.devices.release_all))
     wrapper.install()
 
     def warn_no_flip() -> None:

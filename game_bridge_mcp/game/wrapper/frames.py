@@ -46,6 +46,15 @@ class Schedule:
         longer than this would deliver it late."""
         return min((entry[0] for entry in self._due), default=default)
 
+    def let_go(self, release_held: Callable[[], None]) -> None:
+        """A step was cut short: what was timed to happen after more frames (a press's
+        release, a click's) and ``release_held`` (whatever the devices still hold) run
+        before the next frame, as :meth:`soon` does."""
+        due, self._due = [entry[1] for entry in self._due], []
+        for action in due:
+            self.soon(action)
+        self.soon(release_held)
+
     def frame_ended(self) -> None:
         """One frame ended: run the actions due at its end."""
         if not self._due:
