@@ -134,10 +134,17 @@ class SnapshotChecks(CheckSession):
         if not self._load(snapshot_id, state, "the saved id"):
             return
         events, _ = self.read("/state")
-        names = [e.get("m") for e in (events or {}).get("events", []) if isinstance(e, dict)]
-        if SNAPSHOT_LOADED_EVENT not in names:
+        listed = (events or {}).get("events")
+        recent = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+        loaded = [e for e in recent if e.get("m") == SNAPSHOT_LOADED_EVENT]
+        if not loaded:
             self.report(FAIL, f"snapshot: no {SNAPSHOT_LOADED_EVENT} event after a load (recent events: "
-                              f"{show_value(names, 80)})", "A load adds the event snapshot:loaded with its id.")
+                              f"{show_value([e.get('m') for e in recent], 80)})",
+                        "A load adds the event snapshot:loaded with its id.")
+            return
+        if loaded[-1].get("id") != snapshot_id:
+            self.report(FAIL, f"snapshot: the {SNAPSHOT_LOADED_EVENT} event after loading {snapshot_id!r} carries id "
+                              f"{show_value(loaded[-1].get('id'))}", "A load adds the event snapshot:loaded with its id.")
             return
         again = self._snap_step(FUTURE_FRAMES)
         if again is None:

@@ -76,7 +76,11 @@ def test_the_demo_game_passes_every_check(registry: dict[str, str]) -> None:
                          "features: results, after, view, events, screenshot, clock", "results: an entry for each",
                          "after: /state and /health hold", "view: /state?view=digest keeps only", "events: seq counts up",
                          "screenshot: GET /screenshot?maxWidth=320&maxHeight=240: PNG", "clock: pause holds simFrame",
-                         "clock: step {frames: 5} advances simFrame by exactly 5", "clock: resume restarts"):
+                         "clock: step {frames: 5} advances simFrame by exactly 5", "clock: resume restarts",
+                         # the kit's snapshot, which the demo has without code of its own
+                         "snapshot: a load gives back the saved /state", "and POST /snapshot takes them back",
+                         "refuses cut off, damaged, another game's, a pickle (code in disguise), empty bytes with 400",
+                         "over snapshotMaxBytes", "snapshot: full at 16 kept"):
             assert result.has("PASS", fragment), (fragment, result)
         assert result.has("PASS", "bound to loopback only (listening on 127.0.0.1)")
         assert result.levels("SKIP") == ["registry entry written after bind: checked only with --launch",

@@ -156,6 +156,11 @@ LYING = [
     ("screenshot-no-window", {"input", "screenshot"}, "no X-Game-Window header"),
     ("snapshot-load-partial", {"snapshot", "results", "clock"}, "/state is not what it was at saving: simFrame"),
     ("snapshot-post-unchecked", {"snapshot", "results", "clock"}, "POST /snapshot took bytes that are not this build's"),
+    ("snapshot-save-bad-id", {"snapshot", "results", "clock"}, "snapshot_save's id \"../h1\" is not 1-64 of"),
+    ("snapshot-get-junk", {"snapshot", "results", "clock"}, "POST /snapshot of the game's own bytes: HTTP 400"),
+    ("snapshot-post-no-id", {"snapshot", "results", "clock"}, "HTTP 200 without {\"id\": ...}"),
+    ("snapshot-event-no-id", {"snapshot", "results", "clock"}, "event after loading 'h1' carries id"),
+    ("snapshot-no-limit", {"snapshot", "results", "clock"}, "kept more than 16 snapshots it was not told to drop"),
 ]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from launch_helpers import ProcessGuard
 from mcp_harness import data, is_error, text
-from test_states import HANDMADE, bridge_for, call, run
+from test_states import HANDMADE, bridge_for, call, run, whole
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -43,5 +43,72 @@ def test_a_game_that_ran_free_past_one_steps_worth_is_re_executed_to_its_frame(t
         forked = data(forked)
         assert forked["simFrame"] == saved["simFrame"] and forked["game"]["x"] == 2, forked
         assert forked["exact"] is True, forked  # the hand-made game's future is its commands alone
+
+    run(bridge, body)
+
+
+# --------------------------------------------------------------------------- a game that answers snapshot wrongly
+
+def wrong(tmp_path: Path, guard: ProcessGuard, lie: str) -> Any:
+    return bridge_for(tmp_path, guard, HANDMADE + ["--lie", lie])
+
+
+def test_a_load_that_does_not_give_the_frame_back_is_not_exact(tmp_path: Path, guard: ProcessGuard) -> None:
+    bridge = wrong(tmp_path, guard, "snapshot-load-partial")
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "move", port, dx=1)
+        await call(client, "advance", port, frames=3)
+        saved = data(await call(client, "save_state", port))
+        await call(client, "advance", port, frames=4)
+        restored = data(await call(client, "restore_state", port, state=saved["state"]))
+        assert restored["exact"] is False and restored["differed"] == ["simFrame: 3 -> 7"], restored
+        assert "does not come back the same" in restored["note"]
+        assert data(await call(client, "get_state", port))["game"]["x"] == 1  # and it goes on serving
+
+    run(bridge, body)
+
+
+@pytest.mark.parametrize("lie,fragment", [
+    ("snapshot-save-bad-id", "snapshot_save's result has no id of 1-64 [A-Za-z0-9._-]"),
+])
+def test_a_save_answered_wrongly_is_a_clear_error(tmp_path: Path, guard: ProcessGuard, lie: str,
+                                                  fragment: str) -> None:
+    bridge = wrong(tmp_path, guard, lie)
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        result = await call(client, "save_state", port)
+        assert is_error(result) and text(result).startswith("NotAGameSurface") and fragment in text(result), \
+            text(result)
+        assert data(await call(client, "list_states"))["count"] == 0
+        assert data(await call(client, "get_state", port))["simFrame"] == 0
+
+    run(bridge, body)
+
+
+@pytest.mark.parametrize("lie,fragment", [
+    ("snapshot-get-junk", "refused the state's bytes as not bytes it can load (HTTP 400: not a Handmade snapshot"),
+    ("snapshot-post-no-id", "answered POST /snapshot without an id"),
+])
+def test_a_fork_whose_bytes_do_not_go_back_leaves_nothing_running(tmp_path: Path, guard: ProcessGuard, lie: str,
+                                                                  fragment: str) -> None:
+    """The bytes the game sent are not ones it takes back (or it takes them without saying
+    where): the fork fails saying so, its instance is stopped, the parent is untouched."""
+    bridge = wrong(tmp_path, guard, lie)
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "move", port, dx=-2)
+        await call(client, "advance", port, frames=2)
+        saved = data(await call(client, "save_state", port))
+        before = data(await call(client, "get_state", port))
+        result = await call(client, "fork_instance", state=saved["state"])
+        assert is_error(result) and fragment in text(result), text(result)
+        assert bridge.launched_ports() == [port]
+        assert whole(data(await call(client, "get_state", port))) == whole(before)
+        restored = data(await call(client, "restore_state", port, state=saved["state"]))  # its live copy still works
+        assert restored["exact"] is True and restored["how"] == "snapshot"
 
     run(bridge, body)

@@ -133,6 +133,11 @@ LIES = {
     "input-no-wheel": "input: mouse has no wheel (no dx, dy)",
     "snapshot-load-partial": "snapshot: a load gives back the world but not simFrame",
     "snapshot-post-unchecked": "snapshot: POST /snapshot stores any bytes, unchecked (a load of junk then fails)",
+    "snapshot-save-bad-id": "snapshot: snapshot_save answers an id with a slash (../hN)",
+    "snapshot-get-junk": "snapshot: GET /snapshot sends bytes its own POST /snapshot refuses",
+    "snapshot-post-no-id": "snapshot: POST /snapshot answers 200 without an id",
+    "snapshot-event-no-id": "snapshot: snapshot:loaded carries no id",
+    "snapshot-no-limit": "snapshot: snapshot_save never refuses, however many are kept",
 }
 
 _ALLOWED_DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
@@ -498,10 +503,12 @@ class HandmadeGame:
             self.stepping = (command_id, frames)
             return {"simFrame": self.sim_frame}
         if cmd == "snapshot_save":
-            if len(self.snapshots) >= SNAPSHOTS_KEPT:
+            if len(self.snapshots) >= SNAPSHOTS_KEPT and "snapshot-no-limit" not in self.lies:
                 raise _Refused(f"{SNAPSHOTS_KEPT} snapshots are kept already: snapshot_drop one first")
             world = self.world()
             snapshot_id = self._keep_snapshot(world)
+            if "snapshot-save-bad-id" in self.lies:
+                snapshot_id = "../" + snapshot_id
             return {"id": snapshot_id, "simFrame": self.sim_frame, "bytes": len(encode_snapshot(world))}
         if cmd == "snapshot_load":
             kept = self.snapshots.get(args.get("id", ""))
@@ -511,7 +518,10 @@ class HandmadeGame:
             self.x, self.spawned, self.last_input = world["x"], world["spawned"], world["lastInput"]
             if "snapshot-load-partial" not in self.lies:
                 self.sim_frame = world["simFrame"]
-            self._event("snapshot:loaded", id=args["id"])
+            if "snapshot-event-no-id" in self.lies:
+                self._event("snapshot:loaded")
+            else:
+                self._event("snapshot:loaded", id=args["id"])
             return {"id": args["id"], "simFrame": self.sim_frame}
         if cmd == "snapshot_drop":
             if self.snapshots.pop(args.get("id", ""), None) is None:
@@ -721,7 +731,7 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
                     self.send(400, f"{SNAPSHOTS_KEPT} snapshots are kept already".encode(), "text/plain")
                     return
                 snapshot_id = game._keep_snapshot(kept)
-            self.send_json(200, {"id": snapshot_id})
+            self.send_json(200, {"stored": True} if "snapshot-post-no-id" in game.lies else {"id": snapshot_id})
 
         def on_snapshot(self, query: Mapping[str, str]) -> None:
             with game.lock:
@@ -730,6 +740,8 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
                 self.send(404, f"no snapshot {query.get('id', '')!r}".encode(), "text/plain")
             elif not game.snapshot_portable:
                 self.send(409, b"this game keeps its snapshots as live copies in its process", "text/plain")
+            elif "snapshot-get-junk" in game.lies:
+                self.send(200, b"HANDMADE-SNAPSHOT 0\nnot this build's", "application/octet-stream")
             else:
                 self.send(200, encode_snapshot(kept) if isinstance(kept, dict) else kept, "application/octet-stream")
 
