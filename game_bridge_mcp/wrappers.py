@@ -40,7 +40,8 @@ WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("pygame", "[--init] (-m MODULE | SCRIPT) [ARGS]", "run a pygame game, drivable",
             names_game=("-m",), game_args=True, valued=("--port", "--seed")),
     Wrapper("browser", "[--init] (URL | FILE | DIR)", "open a web game in headless Chromium, drivable",
-            valued=("--port", "--size", "--seed", "--date", "--browser", "--screenshot", "--load-timeout")),
+            valued=("--port", "--size", "--seed", "--date", "--browser", "--screenshot", "--load-timeout",
+                    "--max-memory")),
     Wrapper("gym", "[--init] ENV_ID", "serve a Gymnasium environment (Atari, NetHack, MiniGrid, ...), drivable",
             valued=("--port", "--seed", "--size", "--make-kwargs", "--fps")),
 )

@@ -215,6 +215,54 @@ def test_a_canvas_move_ends_when_its_picture_holds_still(game: Wrapped) -> None:
     anyio.run(main)
 
 
+@pytest.mark.slow
+def test_a_cancelled_advance_stops_at_the_next_chunk_and_lets_go_of_keys(game: Wrapped) -> None:
+    """advance {frames: 10000} with a key held down, cancelled: the page stops within a
+    chunk of frames (not 10000 later), the key is released, and step:interrupted says where."""
+    import time
+
+    import anyio
+
+    from game_bridge_mcp.game.browser._page import MAX_CHUNK
+    from game_bridge_mcp.mcp_server.adapter import BridgeServer
+    from loop_helpers import bridge_for
+    from mcp_harness import connect, data, start_call
+
+    app = BridgeServer(bridge_for(game.port))
+
+    async def main() -> None:
+        async with connect(app) as client:
+            async def call(name: str, **arguments: Any) -> Any:
+                return data(await client.call_tool("call_tool", {"name": name, "port": game.port,
+                                                                 "arguments": arguments}))
+
+            await call("key", key="right", action="down")
+            start = (await call("advance", frames=1))["simFrame"]
+            assert game.doc("/state")["browser"]["keysDown"] == ["right"]
+            async with anyio.create_task_group() as tasks:
+                running = await start_call(client, tasks, "call_tool", {
+                    "name": "advance", "port": game.port, "arguments": {"frames": 10000}})
+                deadline = time.monotonic() + 20
+                while game.doc("/state")["simFrame"] < start + 30:
+                    assert time.monotonic() < deadline, "advance did not start stepping"
+                    await anyio.sleep(0.01)
+                cancelled_at = game.doc("/state")["simFrame"]
+                await running.cancel()
+                while app.calls_in_flight:
+                    assert time.monotonic() < deadline, "the cancelled advance did not end"
+                    await anyio.sleep(0.005)
+            assert wait_until(lambda: game.doc("/state")["browser"]["keysDown"] == [], 10)
+            stopped = game.doc("/state")
+            assert stopped["simFrame"] <= cancelled_at + 2 * MAX_CHUNK, (cancelled_at, stopped["simFrame"])
+            x = stopped["game"]["x"]
+            await call("advance", frames=5)
+            assert game_state(game)["x"] == x  # the key is up: the mover stays
+            cut = [e for e in game.events() if e["m"] == "step:interrupted"]
+            assert cut and cut[-1]["simFrame"] <= stopped["simFrame"]
+
+    anyio.run(main)
+
+
 def test_close_ends_the_wrapper_and_its_browser(game: Wrapped) -> None:
     game.doc("/command?cmd=close")
     assert game.proc is not None and game.proc.wait(30) == 0

@@ -1,6 +1,8 @@
 """Which Chromium to run, and running it inside this process's own group, through a
 stand-in executable the browsing library starts in its place (docs/design.md, "The
-browser wrapper")."""
+browser wrapper"); the one folder everything of a run is kept in (the stand-in, the
+library's profile and artifacts, the browser's config and crash dumps), removed at the end
+and, when a wrapper was ended hard, at the next start."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import shutil
 import signal
 import socket
 import sys
+import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,6 +47,116 @@ os._exit(int(code) if code.strip().isdigit() else 1)
 """
 
 
+#: A run's folder in the temporary folder, and the file in it naming its owner.
+SCRATCH_PREFIX = "game-bridge-browser-"
+OWNER = "owner"
+#: A run's folder without an owner file (being made, or an older wrapper's) is left alone this long.
+UNOWNED_GRACE_S = 600.0
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Whether the process that made ``folder`` still runs (its pid and start time)."""
+    try:
+        pid_text, _sep, started = (folder / OWNER).read_text(encoding="ascii").partition(" ")
+        pid, created = int(pid_text), float(started)
+    except (OSError, ValueError):
+        try:
+            return time.time() - folder.lstat().st_mtime < UNOWNED_GRACE_S
+        except OSError:
+            return False
+    try:
+        import psutil
+
+        return abs(psutil.Process(pid).create_time() - created) < 1.0
+    except ImportError:  # without psutil: alive if the pid is
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    except Exception:  # noqa: BLE001 - no such process
+        return False
+
+
+def prune_scratch(base: Path) -> list[Path]:
+    """Remove the folders of runs whose wrapper has gone (ended hard: SIGKILL, a crash),
+    this user's only, never through a link; returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(SCRATCH_PREFIX):
+            continue
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or _owner_alive(entry):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+class Scratch:
+    """This run's folder: the stand-in (``s``, the socket), ``tmp`` (the library's
+    TMPDIR: its profile and artifacts), ``home`` (the browser's config, cache and crash
+    dumps), and ``owner`` (this process: a later run prunes the folder once it has gone)."""
+
+    def __init__(self) -> None:
+        base = Path(tempfile.gettempdir())
+        self.pruned = prune_scratch(base)
+        self.path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base))
+        try:
+            import psutil
+
+            created = psutil.Process().create_time()
+        except ImportError:
+            created = 0.0
+        (self.path / OWNER).write_text(f"{os.getpid()} {created}", encoding="ascii")
+        self.tmp = self.path / "tmp"
+        self.home = self.path / "home"
+        for folder in (self.tmp, self.home):
+            folder.mkdir(mode=0o700)
+
+    def environ(self) -> dict[str, str]:
+        """The browser's own folders, in this run's folder: nothing left in the user's home."""
+        return {"TMPDIR": str(self.tmp), "XDG_CONFIG_HOME": str(self.home / "config"),
+                "XDG_CACHE_HOME": str(self.home / "cache")}
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+#: How often the browser's memory is looked at (seconds of real time).
+MEMORY_LOOK_S = 1.0
+
+
+class MemoryCap:
+    """The most the browser may hold: looked at every :data:`MEMORY_LOOK_S` of real time
+    from the driving thread (``memory()``: bytes, resident, of the browser's processes)."""
+
+    def __init__(self, memory: Callable[[], int], cap_bytes: int) -> None:
+        self.memory = memory
+        self.cap_bytes = cap_bytes
+        self._last = 0.0
+        self.peak = 0
+
+    def over(self) -> int | None:
+        """The bytes held, when over the cap (None: under it, or not looked at now)."""
+        now = time.monotonic()
+        if now - self._last < MEMORY_LOOK_S:
+            return None
+        self._last = now
+        held = self.memory()
+        self.peak = max(self.peak, held)
+        return held if held > self.cap_bytes else None
+
+
 def find_browser(option: str | None, environ: dict[str, str], bundled: Callable[[], str | None]) -> str:
     """The browser executable: ``--browser``, ``GAME_BRIDGE_BROWSER``, the first of
     :data:`PATH_NAMES` on PATH, or the library's own (``bundled()``); ValueError with
@@ -70,9 +184,10 @@ def find_browser(option: str | None, environ: dict[str, str], bundled: Callable[
 class GroupedBrowser:
     """The stand-in executable and the real browser it stands for (one at a time)."""
 
-    def __init__(self, executable: str) -> None:
+    def __init__(self, executable: str, scratch: Scratch) -> None:
         self.executable = executable
-        self.directory = Path(tempfile.mkdtemp(prefix="game-bridge-browser-"))
+        self.scratch = scratch
+        self.directory = scratch.path
         self._socket_path = str(self.directory / "s")
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(self._socket_path)
@@ -123,7 +238,9 @@ class GroupedBrowser:
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2),
                    (os.POSIX_SPAWN_DUP2, pipe_in, 3), (os.POSIX_SPAWN_DUP2, pipe_out, 4)]
-        return os.posix_spawn(self.executable, [self.executable, *argv], dict(os.environ), file_actions=actions)
+        crash = f"--crash-dumps-dir={self.scratch.home / 'crashes'}"
+        return os.posix_spawn(self.executable, [self.executable, *argv, crash],
+                              {**os.environ, **self.scratch.environ()}, file_actions=actions)
 
     def _kill_when_stand_in_goes(self, conn: socket.socket) -> None:
         try:
@@ -157,6 +274,18 @@ class GroupedBrowser:
         except Exception:  # noqa: BLE001 - the browser went meanwhile
             return []
 
+    def memory(self) -> int:
+        """Bytes the browser's processes hold of their own (resident and not shared: what
+        ending them frees, near enough, read cheaply), or 0 when it cannot be told."""
+        total = 0
+        for proc in self.tree():
+            try:
+                info = proc.memory_info()
+                total += max(0, int(info.rss) - int(getattr(info, "shared", 0)))
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                continue
+        return total
+
     def kill(self, grace_s: float = 2.0) -> None:
         """End the browser and what it started: SIGTERM, then SIGKILL after ``grace_s``."""
         procs = self.tree()
@@ -179,13 +308,13 @@ class GroupedBrowser:
                 return
 
     def close(self, grace_s: float = 2.0) -> None:
-        """Kill what is left and remove the stand-in's directory."""
+        """Kill what is left and remove the run's folder."""
         self.kill(grace_s)
         try:
             self._server.close()
         except OSError:
             pass
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.scratch.remove()
 
 
 def _running(proc: Any) -> bool:

@@ -88,6 +88,13 @@ class Devices:
             self.page.mouse.up(button=_BUTTONS[button])
             self.buttons_down.discard(button)
 
+    def release_all(self) -> None:
+        """Let go of every key and button still held (a step cut short)."""
+        for code, name in list(self.keys_down.items()):
+            self.key(code, name, False)
+        for button in sorted(self.buttons_down):
+            self.button(button, False)
+
     def wheel(self, dx: int, dy: int) -> None:
         """The browser delivers a wheel (and scrolls) with its next renderings: they are
         waited for, so the page has it before the next frame."""

@@ -34,7 +34,7 @@ LIMITS = {"uiText": UI_TEXT, "pageText": PAGE_TEXT, "nodes": TEXT_NODES, "chars"
 LOOK = r"""
   const L = CONFIG.look;
   const stringify = JSON.stringify, parse = JSON.parse;
-  const apply = Reflect.apply, ownKeys = Reflect.ownKeys, isArray = Array.isArray;
+  const ownKeys = Reflect.ownKeys, isArray = Array.isArray;
   const sortArray = Array.prototype.sort;
   const round = Math.round, min = Math.min;
   const getter = (proto, name) => { const d = getOwnPropertyDescriptor(proto, name); return d && d.get; };
@@ -208,7 +208,8 @@ LOOK = r"""
                   pageTextLength: text.pageLength, textPartial: text.partial,
                   readyState: apply(readyOf, document, []),
                   viewport: { width: window.innerWidth, height: window.innerHeight }, canvases: canvases(),
-                  animationFrames: counts.frames, frameCallbacks: counts.callbacks, frameRequests: counts.requested };
+                  animationFrames: counts.frames, frameCallbacks: counts.callbacks, frameRequests: counts.requested,
+                  dropped: dropped() };
     hookState(doc);
     return doc;
   }

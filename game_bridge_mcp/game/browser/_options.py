@@ -22,7 +22,8 @@ from ..wrapper.options import declaration as launch_declaration
 ROW = named("browser")
 PROG = f"game-bridge-mcp {ROW.name}"
 USAGE = f"""usage: {PROG} [--port N] [--paused] [--size WxH] [--browser PATH] [--screenshot page|canvas]
-                                [--seed N] [--date DATE] [--allow-remote] [--load-timeout S] (URL | FILE | DIR)
+                                [--seed N] [--date DATE] [--allow-remote] [--load-timeout S]
+                                [--max-memory MIB] (URL | FILE | DIR)
        {PROG} --init [--force] [options] (URL | FILE | DIR)
 
 Open an unmodified web game in headless Chromium with the game-bridge debug surface: the
@@ -48,11 +49,14 @@ index.html), an address no other program can reach, the same at every launch.
                     time), ...Z, or Unix ms (also GAME_BRIDGE_DATE; default: the launch's time)
   --allow-remote    allow a URL that is not on this machine (the default: loopback and files)
   --load-timeout S  seconds the page may take to load (default 30)
+  --max-memory MIB  the most the browser may hold, in MiB: past it the page is ended, said
+                    in an event and on stderr (default 2048)
   --init            write a gamebridge.json here that launches this page through the wrapper
   --force           with --init, replace an existing gamebridge.json
 """
 DEFAULT_SIZE = (800, 600)
 DEFAULT_LOAD_TIMEOUT_S = 30.0
+DEFAULT_MAX_MEMORY_MIB = 2048
 LOOPBACK_NAMES = ("localhost", "localhost.")
 
 
@@ -63,6 +67,7 @@ class Options(WrapperOptions):
     screenshot: str = "page"
     allow_remote: bool = False
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
+    max_memory_mib: int = DEFAULT_MAX_MEMORY_MIB
     seed: int | None = None
     #: ``--date`` as given (checked when read), and as Unix milliseconds.
     date: str | None = None
@@ -124,6 +129,13 @@ def _set_load_timeout(opts: Options, value: str) -> None:
     opts.load_timeout_s = seconds
 
 
+def _set_max_memory(opts: Options, value: str) -> None:
+    text = value.strip()
+    if not text.isdigit() or not 64 <= int(text) <= 1_048_576:
+        raise UsageError(f"--max-memory expects MiB, a whole number from 64 to 1048576, got {value!r}")
+    opts.max_memory_mib = int(text)
+
+
 def _set_date(opts: Options, value: str) -> None:
     from ._time import parse_date
 
@@ -152,7 +164,8 @@ def start_date(opts: Options, environ: Mapping[str, str] | None = None) -> int |
 
 COMMAND_LINE = CommandLine(
     Options, _page, missing="name the page: a URL, a FILE or a DIR", switches=("--allow-remote",),
-    valued={**SIZE, **SEED, "--date": _set_date, "--browser": _set_browser, "--screenshot": _set_screenshot, "--load-timeout": _set_load_timeout})
+    valued={**SIZE, **SEED, "--date": _set_date, "--browser": _set_browser, "--screenshot": _set_screenshot,
+            "--load-timeout": _set_load_timeout, "--max-memory": _set_max_memory})
 
 
 def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Options:
@@ -237,6 +250,8 @@ def declaration(opts: Options) -> dict[str, Any]:
         argv.append("--allow-remote")
     if opts.load_timeout_s != DEFAULT_LOAD_TIMEOUT_S:
         argv += ["--load-timeout", f"{opts.load_timeout_s:g}"]
+    if opts.max_memory_mib != DEFAULT_MAX_MEMORY_MIB:
+        argv += ["--max-memory", str(opts.max_memory_mib)]
     argv.append(opts.target)
     ready_ms = int(max(60.0, opts.load_timeout_s + 30) * 1000)
     return launch_declaration(ROW.module, f"{page_name(opts)} (web page, through game-bridge-mcp)", argv,

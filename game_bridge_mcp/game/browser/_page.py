@@ -18,12 +18,14 @@ from ..kit import GameBridge
 from ..wrapper.frames import Schedule
 from . import _scripts
 from ._input import Devices
-from ._time import PageTime
+from ._chromium import MemoryCap
+from ._time import CssTime, PageTime
 
 log = logging.getLogger(__name__)
 
-#: Frames run in one round trip at most (a long step is run in chunks, serving between).
-MAX_CHUNK = 600
+#: Frames run in one round trip at most (a long step is run in chunks, serving between; a
+#: pause cuts a step short at the end of the chunk under way).
+MAX_CHUNK = 60
 #: While paused, how often the page is looked at (its events are read then too).
 IDLE_LOOK_S = 0.2
 #: Seconds a page that began to navigate away is waited on when no request for the new
@@ -31,60 +33,24 @@ IDLE_LOOK_S = 0.2
 NO_REQUEST_S = 2.0
 #: Longest text of one event's message.
 MAX_EVENT_TEXT = 500
-#: CSS animations followed at once, at most (the oldest is let go beyond).
-MAX_ANIMATIONS = 500
 
 
 class PageGone(Exception):
     """The page closed or crashed: the wrapper ends."""
 
 
-class CssTime:
-    """CSS animations and transitions held to the page's clock: the DevTools ``Animation``
-    domain stops the document timeline (its playback rate 0, which holds for every later
-    document of the page too), and the page's script moves each animation a frame on per
-    frame (``_scripts``). The domain reports every animation and keeps it until released:
-    they are released in batches as they come (best effort: a browser without the domain
-    leaves CSS animations on wall-clock time)."""
-
-    def __init__(self, cdp: Any) -> None:
-        self.cdp = cdp
-        self.reported: list[str] = []
-        self.available = True
-        try:
-            cdp.on("Animation.animationCreated", self._reported)
-            cdp.send("Animation.enable")
-            cdp.send("Animation.setPlaybackRate", {"playbackRate": 0})
-        except Exception as exc:  # noqa: BLE001 - the domain is missing: animations stay on wall time
-            log.info("game-bridge browser: no DevTools Animation domain (%s); CSS animations run in real time", exc)
-            self.available = False
-
-    def _reported(self, params: dict[str, Any]) -> None:
-        if params.get("id") is not None:
-            self.reported.append(str(params["id"]))
-
-    def release(self) -> None:
-        """Let the domain forget the animations it reported (the page still has them)."""
-        if not self.reported:
-            return
-        idents, self.reported = self.reported[:MAX_ANIMATIONS], self.reported[MAX_ANIMATIONS:]
-        try:
-            self.cdp.send("Animation.releaseAnimations", {"animations": idents})
-        except Exception as exc:  # noqa: BLE001
-            log.debug("game-bridge browser: releaseAnimations failed: %s", exc)
-
-
 class Page:
     """The page, its frame grid and what was last seen of it."""
 
     def __init__(self, page: Any, bridge: GameBridge, *, canvas: bool, size: tuple[int, int],
-                 time_: PageTime, load_timeout_s: float) -> None:
+                 time_: PageTime, load_timeout_s: float, memory: MemoryCap | None = None) -> None:
         self.page = page
         self.bridge = bridge
         self.canvas = canvas
         self.size = size
         self.time = time_
         self.load_timeout_s = load_timeout_s
+        self.memory = memory
         self.devices = Devices(page)
         self.cdp = page.context.new_cdp_session(page)
         self.css = CssTime(self.cdp)
@@ -119,6 +85,7 @@ class Page:
         page.on("console", self._console)
         page.on("pageerror", lambda error: self._event("pageerror", "pageErrors", error=_text(error)))
         page.on("dialog", self._dialog)
+        page.on("download", self._download)
         page.on("framenavigated", self._navigated)
         page.on("request", self._request)
         page.on("requestfailed", self._request_ended)
@@ -159,6 +126,23 @@ class Page:
             log.debug("game-bridge browser: dialog gone before it was dismissed: %s", exc)
         self._event(f"dialog:{kind}", "dialogs", text=_text(dialog.message),
                     dismissed=kind != "beforeunload")
+
+    def _download(self, download: Any) -> None:
+        """A download: refused (the browser was told to accept none; nothing is written)."""
+        try:
+            url, name = str(download.url), str(download.suggested_filename)
+            download.cancel()
+        except Exception:  # noqa: BLE001 - gone already
+            url, name = "?", "?"
+        self._event("download:refused", "downloads", url=_text(url), name=_text(name))
+
+    def _check_memory(self) -> None:
+        held = self.memory.over() if self.memory is not None else None
+        if held is not None and self.memory is not None:
+            mib, cap = held // 2 ** 20, self.memory.cap_bytes // 2 ** 20
+            self.bridge.event("memory:exceeded", mib=mib, capMiB=cap)
+            self._end(f"the page's browser held {mib} MiB, over the cap of {cap} MiB (--max-memory)")
+            raise PageGone(self.gone or "memory")
 
     def _navigated(self, frame: Any) -> None:
         if frame == self.page.main_frame:
@@ -255,7 +239,7 @@ class Page:
         self.k += done
         self.ticks = float(_scripts.frame_ms(self.k))
         if seen:
-            self.seen = seen
+            self._saw(seen)
         if leaving:
             self._follow_navigation()
         self.css.release()
@@ -287,8 +271,23 @@ class Page:
             return 0
         self.ticks, self.k = float(target), self.k + frames
         if seen:
-            self.seen = seen
+            self._saw(seen)
         return frames
+
+    def _saw(self, seen: dict[str, Any]) -> None:
+        """What a look saw; what the page's floods left out since the last one, said once."""
+        dropped = seen.get("dropped")
+        if isinstance(dropped, dict):
+            last = self.seen.get("dropped")
+            before: dict[str, Any] = last if isinstance(last, dict) and seen.get("url") == self.seen.get("url") else {}
+            more = {key: int(dropped.get(key) or 0) - int(before.get(key) or 0) for key in ("console", "errors")}
+            if any(value > 0 for value in more.values()):
+                self._event("console:dropped", "floods", messages=max(0, more["console"]),
+                            errors=max(0, more["errors"]))
+            popups = int(dropped.get("popups") or 0) - int(before.get("popups") or 0)
+            if popups > 0:
+                self._event("popup:refused", "popups", count=popups)
+        self.seen = seen
 
     def _failed(self, exc: Exception) -> None:
         text = str(exc)
@@ -310,6 +309,7 @@ class Page:
     def frames(self, count: int, *, look: bool = True) -> None:
         """Run ``count`` frames of the page, then count them for the kit (completing what
         waited for them) and deliver the input due at each."""
+        self._check_memory()
         left = count
         stalls = 0
         while left > 0 and self.gone is None:
@@ -330,6 +330,7 @@ class Page:
     def idle(self) -> None:
         """Paused and not stepping: look at the page now and then (a page still loads, and
         its events and requests are delivered only while the library is called)."""
+        self._check_memory()
         if time.monotonic() - self._last_look >= IDLE_LOOK_S:
             self.look()
             self.css.release()
@@ -348,7 +349,7 @@ class Page:
         finally:
             self._last_look = time.monotonic()
         if seen:
-            self.seen = seen
+            self._saw(seen)
 
     # ------------------------------------------------------------------ input's timing (game/wrapper/input.py)
     def soon(self, action: Callable[[], None]) -> None:
@@ -437,7 +438,9 @@ class Page:
             "animationFrameCallbacks": seen.get("frameCallbacks", 0),
             "consoleErrors": self.counts["consoleErrors"], "consoleWarnings": self.counts["consoleWarnings"],
             "pageErrors": self.counts["pageErrors"], "dialogs": self.counts["dialogs"],
-            "navigations": self.counts["navigations"], "textLength": seen.get("textLength", 0),
+            "navigations": self.counts["navigations"], "downloadsRefused": self.counts["downloads"],
+            "dropped": seen.get("dropped") or {},
+            "textLength": seen.get("textLength", 0),
             "text": seen.get("pageText", ""), "pageTextLength": seen.get("pageTextLength", 0),
             **self.devices.state()}}
         if seen.get("hookError"):

@@ -58,7 +58,7 @@ def run(opts: Options) -> int:
     except ImportError:
         say(f"the browsing library (Playwright) is not installed here: {INSTALL}")
         return 1
-    from ._chromium import GroupedBrowser, find_browser
+    from ._chromium import GroupedBrowser, Scratch, find_browser
     from ._files import Files, folder_served
 
     files: Files | None = None
@@ -75,6 +75,8 @@ def run(opts: Options) -> int:
             return 1
     url = target.url if target.url is not None else files.url(target.path)  # type: ignore[union-attr]
     grouped: GroupedBrowser | None = None
+    scratch = Scratch()  # (first, the folders of wrappers that were ended hard are removed)
+    os.environ.update(TMPDIR=str(scratch.tmp))  # the library's driver keeps its profile and artifacts there
     try:
         with sync_playwright() as playwright:
             try:
@@ -82,11 +84,12 @@ def run(opts: Options) -> int:
             except ValueError as exc:
                 say(str(exc))
                 return 1
-            grouped = GroupedBrowser(executable)
+            grouped = GroupedBrowser(executable, scratch)
             return _serve(playwright, grouped, opts, target, url, files=files, seed=seed, start_ms=start_ms)
     finally:
         if grouped is not None:
             grouped.close()
+        scratch.remove()
         if files is not None:
             files.close()
 
@@ -98,18 +101,23 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     from . import _commands as page_commands
     from ._input import WORDS
     from ._network import Network
+    from ._chromium import MemoryCap
     from ._page import MAX_CHUNK, Page, PageGone
     from ._time import PageTime
 
+    sandbox = os.geteuid() != 0
+    if not sandbox:
+        say("running as root, so Chromium runs without its sandbox (--no-sandbox): the page is held only by "
+            "what root may do; run the wrapper as another user to keep the sandbox")
     try:
         browser = playwright.chromium.launch(executable_path=str(grouped.shim), headless=True,
-                                             chromium_sandbox=os.geteuid() != 0,
-                                             args=BROWSER_ARGS)
+                                             chromium_sandbox=sandbox,
+                                             args=[*BROWSER_ARGS, f"--js-flags=--max-old-space-size={opts.max_memory_mib}"])
     except PlaywrightError as exc:
         say(f"{grouped.executable} did not start: {_first_line(exc)}")
         return 1
     context = browser.new_context(viewport={"width": opts.size[0], "height": opts.size[1]}, device_scale_factor=1,
-                                  service_workers="block")
+                                  service_workers="block", accept_downloads=False)
     page = context.new_page()
 
     page_time = PageTime(page, seed=seed, start_ms=start_ms)
@@ -124,7 +132,8 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
                      "clock (timers, animation frames, Date and CSS animations stand still while paused)."),
         input_help="Act as a player: keys, the pointer and typed text, delivered as real browser input.")
     driver = Page(page, bridge, canvas=opts.screenshot == "canvas", size=opts.size, time_=page_time,
-                  load_timeout_s=opts.load_timeout_s)
+                  load_timeout_s=opts.load_timeout_s,
+                  memory=MemoryCap(grouped.memory, opts.max_memory_mib * 2 ** 20))
     late.engine = driver
     driver.attach(on_popup=lambda popup: _popup(driver, popup))
     Network(home=url, files=files, allow_remote=opts.allow_remote, event=bridge.event).attach(context)
@@ -153,6 +162,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
             bridge.name = title[:100]
     bridge.screenshot(driver.capture, window=driver.window_size, hasher=driver.picture_hash)
     add_commands(bridge, input_commands(driver.devices, driver, WORDS))
+    bridge.on_step_interrupted(lambda: driver.schedule.let_go(driver.devices.release_all))
     page_commands.register(bridge, driver, driver.seen.get("commands"))
     _on_signals(bridge, grouped)
     if start(bridge, opts.port, target.name, say) is None:

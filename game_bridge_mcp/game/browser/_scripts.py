@@ -10,6 +10,11 @@ from ._look import LIMITS, LOOK
 
 #: Milliseconds of page time per frame, and the grid (the same integer formula in JS).
 FRAME_MS = 1000.0 / 60.0
+#: Console messages and uncaught errors a frame passes on, at most (the rest are counted and
+#: said in one event a look), and the characters of one console message's text.
+CONSOLE_CAP = 50
+ERROR_CAP = 20
+CONSOLE_CHARS = 4000
 #: Renderings at most after one frame while CSS animations have events to deliver (each is
 #: one of the browser's own frames, about 17 ms of real time).
 MAX_RENDERS = 4
@@ -35,7 +40,8 @@ def init_script(*, seed: int, start_ms: int) -> str:
     on from where the one before it left), the random generators from ``seed`` and that
     moment, and ``look()`` (``_look``)."""
     config = {"seed": [seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF], "start": start_ms,
-              "frameMs": FRAME_MS, "maxRenders": MAX_RENDERS, "key": HANDOVER, "look": LIMITS}
+              "frameMs": FRAME_MS, "maxRenders": MAX_RENDERS, "key": HANDOVER, "look": LIMITS,
+              "consoleCap": CONSOLE_CAP, "errorCap": ERROR_CAP, "consoleChars": CONSOLE_CHARS}
     return INIT.replace("__CONFIG__", json.dumps(config)).replace("__LOOK__", LOOK)
 
 
@@ -55,6 +61,8 @@ INIT = r"""
   const { defineProperty, freeze, getOwnPropertyDescriptor } = Object;
   const getAnimations = Document.prototype.getAnimations;
   const addListener = EventTarget.prototype.addEventListener;
+  const apply = Reflect.apply, stringSlice = String.prototype.slice;
+  const toJson = JSON.stringify, fromJson = JSON.parse;
   const Imul = Math.imul, floor = Math.floor, max = Math.max;
 
   // ---- time: this document's Date starts where the page's time is (a new document of the
@@ -114,6 +122,50 @@ INIT = r"""
       };
       defineProperty(Crypto.prototype, 'randomUUID', { value: randomUUID, writable: true, configurable: true });
     }
+  }
+
+  // ---- popups are refused in the page (one page per instance), and console and error floods
+  // are cut to a few a frame (the rest counted, and said in one event), before they cost a
+  // round trip each; a console message's text is cut to a few thousand characters.
+  const quota = { console: 0, errors: 0, droppedConsole: 0, droppedErrors: 0, popups: 0 };
+  const refusePopup = function open() { quota.popups++; return null; };
+  defineProperty(window, 'open', { value: refusePopup, writable: false, configurable: false });
+  addListener.call(document, 'click', (event) => {
+    const link = event.target && event.target.closest ? event.target.closest('a[target], area[target]') : null;
+    const target = link && String(link.target || '').toLowerCase();
+    if (target && target !== '_self' && target !== '_top' && target !== '_parent' && !(target in window.frames)) {
+      event.preventDefault();
+      quota.popups++;
+    }
+  }, true);
+  for (const level of ['log', 'info', 'warn', 'error', 'debug', 'trace', 'dir', 'dirxml', 'table', 'assert', 'count', 'timeLog']) {
+    const native = console[level];
+    if (typeof native !== 'function') continue;
+    defineProperty(console, level, { writable: true, configurable: true, value: function (...args) {
+      if (++quota.console > CONFIG.consoleCap) { quota.droppedConsole++; return undefined; }
+      for (let i = 0; i < args.length; i++) {
+        const arg = args[i];
+        if (typeof arg === 'string' && arg.length > CONFIG.consoleChars)
+          args[i] = apply(stringSlice, arg, [0, CONFIG.consoleChars]) + `... (${arg.length} characters)`;
+      }
+      return apply(native, console, args);
+    } });
+  }
+  const overErrors = (event) => { if (++quota.errors > CONFIG.errorCap) { quota.droppedErrors++; event.preventDefault(); } };
+  addListener.call(window, 'error', overErrors, true);
+  addListener.call(window, 'unhandledrejection', overErrors, true);
+  const nextQuota = () => { quota.console = 0; quota.errors = 0; };
+  // (the library's clock rethrows only the first error of the timers it runs at once: each
+  // timer's own is reported as it happens, as a browser would, and counted with the rest)
+  for (const name of ['setTimeout', 'setInterval']) {
+    const timer = window[name];
+    if (typeof timer !== 'function') continue;
+    window[name] = { [name](callback, ...rest) {
+      if (typeof callback !== 'function') return apply(timer, window, [callback, ...rest]);
+      return apply(timer, window, [function (...args) {
+        try { return apply(callback, this, args); } catch (e) { report(e); return undefined; }
+      }, ...rest]);
+    } }[name];
   }
 
   // ---- animation frames on the grid T(k) = ceil(k * 1000 / 60) ms, on the clock's timers.
@@ -221,6 +273,7 @@ INIT = r"""
       try {
         for (let j = k + 1; j <= k + n && !leaving; j++) {
           running.j = j;
+          nextQuota();
           const ms = max(0, T(j) - clock.performanceNow());
           try { await clock.runFor(ms); } catch (e) { report(e); }
           done++;
@@ -248,10 +301,11 @@ INIT = r"""
       value.then(() => {}, (e) => { report(e); });
       return { promise: true };
     }
-    return { value: value === undefined ? null : JSON.parse(JSON.stringify(value)) };
+    return { value: value === undefined ? null : fromJson(toJson(value)) };
   }
   async function render(times) { for (let i = 0; i < times; i++) await rendering(); }
-  const gb = freeze({ run, follow, look, command, stay, render, pictureHash, arrived: () => arrived,
+  const dropped = () => ({ console: quota.droppedConsole, errors: quota.droppedErrors, popups: quota.popups });
+  const gb = freeze({ run, follow, look, command, stay, render, pictureHash, arrived: () => arrived, dropped,
                       counts: () => ({ ...counts }) });
   defineProperty(window, '__gameBridge', { value: gb, enumerable: false, writable: false, configurable: false });
 })();

@@ -2,10 +2,10 @@
 wrapper"): ``Date`` starts at the launch's wall-clock time (or the date ``--date`` or
 ``GAME_BRIDGE_DATE`` gives), ``performance.now`` at 0 when the page's first frame is owed,
 ``Math.random`` and ``crypto`` from the seed (``--seed`` or ``GAME_BRIDGE_SEED``, 0 when
-neither is given). A new document (a navigation, a reload) of the same origin starts where the page's
-time is: its ``Date`` goes on from where the last one left (``_scripts``), its
+neither is given). A new document (a navigation, a reload) of the same origin starts where
+the page's time is: its ``Date`` goes on from where the last one left (``_scripts``), its
 ``performance.now`` starts at 0 again (as in any browser), and its random numbers are drawn
-from the seed and that moment."""
+from the seed and that moment. CSS animations are held to the page's clock (:class:`CssTime`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from typing import Any
 from . import _scripts
 
 log = logging.getLogger(__name__)
+
+#: Animations the DevTools domain reported that are released to it in one call, at most.
+MAX_ANIMATIONS = 500
 
 
 def parse_date(text: str, source: str = "--date") -> int:
@@ -60,3 +63,38 @@ class PageTime:
 
     def state(self) -> dict[str, Any]:
         return {"startDate": iso(self.start_ms), "startMs": self.start_ms, "seed": self.seed}
+
+
+class CssTime:
+    """CSS animations and transitions held to the page's clock: the DevTools ``Animation``
+    domain stops the document timeline (its playback rate 0, which holds for every later
+    document of the page too), and the page's script moves each animation a frame on per
+    frame (``_scripts``). The domain reports every animation and keeps it until released:
+    they are released in batches as they come (best effort: a browser without the domain
+    leaves CSS animations on wall-clock time)."""
+
+    def __init__(self, cdp: Any) -> None:
+        self.cdp = cdp
+        self.reported: list[str] = []
+        self.available = True
+        try:
+            cdp.on("Animation.animationCreated", self._reported)
+            cdp.send("Animation.enable")
+            cdp.send("Animation.setPlaybackRate", {"playbackRate": 0})
+        except Exception as exc:  # noqa: BLE001 - the domain is missing: animations stay on wall time
+            log.info("game-bridge browser: no DevTools Animation domain (%s); CSS animations run in real time", exc)
+            self.available = False
+
+    def _reported(self, params: dict[str, Any]) -> None:
+        if params.get("id") is not None:
+            self.reported.append(str(params["id"]))
+
+    def release(self) -> None:
+        """Let the domain forget the animations it reported (the page still has them)."""
+        if not self.reported:
+            return
+        idents, self.reported = self.reported[:MAX_ANIMATIONS], self.reported[MAX_ANIMATIONS:]
+        try:
+            self.cdp.send("Animation.releaseAnimations", {"animations": idents})
+        except Exception as exc:  # noqa: BLE001
+            log.debug("game-bridge browser: releaseAnimations failed: %s", exc)
