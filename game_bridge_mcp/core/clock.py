@@ -15,6 +15,7 @@ from ..errors import (BridgeError, BridgeUsageError, ClockBroken, CommandFailed,
                       GameOffline, GamePaused, NotAGameSurface)
 from ..jsonio import as_int
 from ..wire.client import GameClient
+from ..wire.known import Look
 from .digest import get_path, shown_value
 from . import inputs as timed_inputs
 from .events import Shown, answer_digest
@@ -29,6 +30,9 @@ DEFAULT_MAX_FRAMES = 600
 #: A single ``step {frames: N}`` may take this much longer than the command timeout per
 #: frame (when the game's loop period is not known yet; else twice that period).
 STEP_ALLOWANCE_S = 0.05
+#: A game whose simFrame went further than a step from the bridge's last look is looked at
+#: again once its loop has turned this many frames (a clock that runs while paused moves).
+STILL_LOOPS = 3
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +101,11 @@ class Advance:
             return timed_inputs.run(self, count or 0, timed_inputs.parse(inputs, count))
         self.condition = condition
         self.digest = condition is None or condition.digest_answers is not False
-        if condition is not None:
+        if condition is None:
+            look = self._paused_look()
+            if look is not None:  # two requests: the step and its answer, checked against the look
+                return self.answer(self.step_from(count or 1, look), matched=True)
+        else:
             check_screen(self.client, condition)
         state = self.start()
         generation = self.client.generation
@@ -157,6 +165,15 @@ class Advance:
         return state
 
     def step(self, frames: int, before: dict[str, Any], generation: int) -> dict[str, Any]:
+        """A step of ``frames`` from ``before`` (a state of this generation), checked by it."""
+        state, _command_id = self._send_step(frames, before, generation)
+        self._verify(frames, before, state)
+        self.advanced += frames
+        return state
+
+    def _send_step(self, frames: int, before: Mapping[str, Any], generation: int) -> tuple[dict[str, Any], int | None]:
+        """``step {frames}`` sent and confirmed: the state after and its commandId; the
+        errors of a game that went away, restarted, timed out or refused it, worded."""
         timeout_ms = self.timeout_ms
         if frames > 1:  # one step of many frames: allow for the game's frames on top
             period = self.client.frames.period_s
@@ -190,17 +207,57 @@ class Advance:
                 framesAdvanced=self.advanced) from None
         state = outcome.get("state")
         state = self._whole_if_needed(state if isinstance(state, dict) else self.client.state(digest=self.digest))
-        done = command_outcome(state, as_int(outcome.get("commandId")))
+        command_id = as_int(outcome.get("commandId"))
+        done = command_outcome(state, command_id)
         if done.ok is False:
             raise CommandFailed(self.port, "advance", done.reason or "", command="step",
-                                command_id=as_int(outcome.get("commandId")),
-                                after=answer_digest(self.shown, self.client, state))
+                                command_id=command_id, after=answer_digest(self.shown, self.client, state))
         if self.client.generation != generation:
             raise GameOffline(self.port, message=(
                 f"The game on port {self.port} restarted during advance ({self._where(before)}): frame went "
                 "backwards, so its clock and world are new. Launch or pause it again before advancing."),
                 cause="reset", endpoint="/state", launch_hint=self.client.launch_hint)
-        self._verify(frames, before, state)
+        return state, command_id
+
+    # ------------------------------------------------------- a step without a look first
+    def _paused_look(self) -> Look | None:
+        """What the bridge last saw of the game, when ``advance {frames}`` may step from it
+        without asking ``/health`` and ``/state`` first: the game advertises ``clock``
+        (``/health`` read in this generation), no command waits for the clock, and the
+        client's look can stand for the game now (``GameClient.paused_look``)."""
+        if CLOCK not in (self.client.features or ()) or self._blocked():
+            return None
+        return self.client.paused_look()
+
+    def step_from(self, frames: int, look: Look) -> dict[str, Any]:
+        """A step of a game last seen paused at ``look``: the step's answers are checked
+        against it instead of a look first. Its commandId right after the look's
+        completedCommandId means no command ran in between, so ``simFrame`` must have gone
+        from the look's exactly ``frames`` on; any other id means commands this bridge did
+        not send ran (it says so, and looks first from then on). A game found running after
+        it is paused and stepped as a running game is; one that ran on meanwhile is looked
+        at again to tell a clock that runs while paused from something that resumed it."""
+        generation = self.client.generation
+        before = {"simFrame": look.sim_frame}
+        state, command_id = self._send_step(frames, before, generation)
+        others = command_id is None or command_id != look.completed_id + 1
+        if others:
+            self.client.others_commanded()
+        if state.get("paused") is not True:  # resumed since the look: what a look first would have found
+            state = self.start()
+            return self.step(frames, state, self.client.generation)
+        if others:
+            self.notes.append(
+                f"Commands this bridge did not send reached the game since it last looked, or its command ids "
+                f"skip (completedCommandId {look.completed_id} then, this step's commandId {command_id}), so whether this step ran exactly "
+                f"{frames} frames could not be checked by simFrame; advance looks at the game before each step "
+                "from now on.")
+        else:
+            end = as_int(state.get("simFrame"))
+            if end is not None and end > look.sim_frame + frames:
+                self._ran_on(frames, look.sim_frame, end, state, command_id)
+            else:
+                self._verify(frames, before, state)
         self.advanced += frames
         return state
 
@@ -213,6 +270,56 @@ class Advance:
                 self.client.command("pause", {}, timeout_ms=2000)
             except BridgeError as exc:
                 log.info("port %s: a pause after a cancelled advance was not sent: %s", self.port, exc)
+
+    def _ran_on(self, frames: int, start: int, end: int, after: Mapping[str, Any], command_id: int | None) -> None:
+        """``simFrame`` went further than the step from the look, with no command between:
+        either the clock runs while paused (ClockBroken), or something other than the
+        bridge let the game run after the look (the game's own pause control) and the step
+        paused it first, as a step does. The game is looked at again once its loop has
+        turned a few frames: only a game still paused, with no command since the step's,
+        whose ``simFrame`` moved meanwhile broke its clock; one whose ``simFrame`` holds is
+        the second case, and anything else (another command, a game running again, a loop
+        that did not turn) cannot be told apart, and is said in a note."""
+        later = self._after_loops(after, STILL_LOOPS)
+        moved = None if later is None else as_int(later.get("simFrame"))
+        quiet = later is not None and as_int(later.get("completedCommandId")) == command_id
+        if quiet and later is not None and later.get("paused") is True and moved is not None and moved != end:
+            raise ClockBroken(self.port, f"its simFrame ran on while paused: it was {start} when the bridge last "
+                                         f"looked, step {{frames: {frames}}} left it at {end}, not {start + frames}, "
+                                         f"and {STILL_LOOPS}+ loop frames later, still paused with no command since, "
+                                         f"it said {moved}", frames_advanced=self.advanced)
+        if quiet and later is not None and later.get("paused") is True:
+            self.notes.append(
+                f"The game ran on after the bridge last saw it paused at simFrame {start}: something other than "
+                f"this bridge let it run (the game's own pause control?) and the step paused it at simFrame "
+                f"{end - frames}, then ran {frames} frame{'' if frames == 1 else 's'}. It stays paused: call_tool "
+                "resume lets it run.")
+            return
+        self.client.others_commanded()  # what it saw cannot be trusted: look first from now on
+        seen = ("its loop did not turn again within the command timeout" if later is None
+                else f"{STILL_LOOPS}+ loop frames later it said simFrame {moved}, paused: {later.get('paused')!r}, "
+                     f"completedCommandId {later.get('completedCommandId')!r}")
+        self.notes.append(
+            f"The game ran on after the bridge last saw it paused at simFrame {start}: step {{frames: {frames}}} "
+            f"left it at {end}, not {start + frames}, and {seen}, so whether its clock holds while paused could "
+            "not be told; advance looks at the game before each step from now on.")
+
+    def _after_loops(self, after: Mapping[str, Any], loops: int) -> dict[str, Any] | None:
+        """``/state`` once the game's loop ``frame`` is ``loops`` past ``after``'s (None when
+        it has none, or does not get there within the command timeout)."""
+        frame = as_int(after.get("frame"))
+        if frame is None:
+            return None
+        deadline = polling.Deadline(self.timeout_ms / 1000.0)
+        period = self.client.frames.period_s
+        while True:
+            state = self.client.state(timeout_ms=max(1, deadline.remaining_ms()), digest=self.digest)
+            now = as_int(state.get("frame"))
+            if now is not None and now >= frame + loops:
+                return state
+            if deadline.expired:
+                return None
+            polling.sleep(min(0.005, period or 0.005))
 
     def _blocked(self) -> bool:
         """Whether a command answered as pending is still not done (so a step's completion

@@ -25,7 +25,7 @@ from ..errors import (BridgeUsageError, CommandRejected, GameOffline, NotAGameSu
 from .confirm import Confirmer
 from .events import Page, read_page
 from .frames import FrameClock
-from .known import Known, counter
+from .known import Known, Look, counter
 from .images import (SCREENSHOT_MAX_BYTES, ImageProblem, Screenshot, game_reason, inspect_image, parse_frame,
                      parse_window)
 from .transport import (DEFAULT_MAX_BYTES, HEALTH_MAX_BYTES, HttpResponse, KeepAliveSession, Opener,
@@ -187,6 +187,23 @@ class GameClient:
         """The newest frame any answer reported (in this generation)."""
         return self.frames.last_frame
 
+    def paused_look(self) -> Look | None:
+        """:meth:`Known.paused_look <.known.Known.paused_look>`, when a kept-alive connection
+        also shows the same process on the port as when it was seen."""
+        look = self.known.paused_look()
+        return look if look is not None and self.connected() else None
+
+    def others_commanded(self) -> None:
+        """A command this client did not send ran between two of its looks (or the game's
+        ids skip): :meth:`paused_look` has none to offer until the game restarts."""
+        self.known.others_command = True
+
+    def connected(self) -> bool:
+        """Whether a kept-alive connection to the game is open, so the process that answered
+        this client before is still the one on the port (False with an injected opener: it
+        keeps none this client can see)."""
+        return self._session is not None and self._session.holds(self.host, self.port)
+
     # ----------------------------------------------------------------- plumbing
     def close(self) -> None:
         """Close the connections kept to the game (the next request opens a fresh one)."""
@@ -318,6 +335,7 @@ class GameClient:
             self.stats["stateFetches"] += 1
         if not isinstance(body, dict):
             raise NotAGameSurface(self.port, f"answered a JSON {type(body).__name__}, not an object", path="/state")
+        self.known.saw(body)
         return body
 
     def held_state(self, command_id: int, wait_ms: int, *, view: bool, timeout_s: float) -> dict[str, Any]:
@@ -432,6 +450,7 @@ class GameClient:
             raise CommandRejected(self.port, cmd, str(reason)[:300], body)
         sim_frame = self.known.sim_frame  # before the answer: the frame it was sent at
         self._observe(body, sent, arrived)
+        self.known.sent(counter(body.get("commandId")))
         if self.on_sent is not None:
             self.on_sent(cmd, dict(args or {}), sim_frame, counter(body.get("commandId")))
         return body

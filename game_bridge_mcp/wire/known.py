@@ -5,6 +5,8 @@ requests cost). The GameClient is its one writer; the confirmation strategies re
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..contract import VIEW_FEATURE
@@ -18,6 +20,25 @@ def counter(value: Any) -> int | None:
     whole number from 0 to 2**53, else None (unknown), so an absurd one (``1e400``, a
     400-digit number, -5) is never arithmetic's problem or a port's for good."""
     return as_int(value, minimum=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """One ``/state`` answer's counters, all of them there: its loop ``frame``, ``simFrame``,
+    ``paused`` and ``completedCommandId`` (every command up to it had run when it was made)."""
+
+    frame: int
+    sim_frame: int
+    paused: bool
+    completed_id: int
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> "Look | None":
+        frame, sim_frame = counter(doc.get("frame")), counter(doc.get("simFrame"))
+        completed, paused = counter(doc.get("completedCommandId")), doc.get("paused")
+        if frame is None or sim_frame is None or completed is None or not isinstance(paused, bool):
+            return None
+        return cls(frame, sim_frame, paused, completed)
 
 
 class Known:
@@ -46,6 +67,13 @@ class Known:
         self.paused: bool | None = None
         #: ``simFrame`` in the newest answer that carried it (None: unknown).
         self.sim_frame: int | None = None
+        #: The newest ``/state`` answer with all of :class:`Look`'s counters (None: none yet).
+        self.look: Look | None = None
+        #: The newest ``commandId`` the game gave this client for a command (None: none yet).
+        self.sent_id: int | None = None
+        #: Commands this client did not send ran between two of its looks (or the game's ids
+        #: skip): what it last saw cannot stand for what is there now (core/clock.py).
+        self.others_command = False
         #: ``snapshot``: ``/health``'s ``snapshotMaxBytes`` (None: not said, the contract's default).
         self.snapshot_max_bytes: int | None = None
         #: What the last /state, /state?view=digest and /health cost (seconds).
@@ -79,9 +107,34 @@ class Known:
             log.warning("port %s advertises %r but %s; not using it until the game restarts", self.port, name, why)
             self.broken_features.add(name)
 
+    def saw(self, doc: Mapping[str, Any]) -> None:
+        """A ``/state`` answer: the newest :class:`Look` when it is one and not older than
+        the one kept (answers on other threads may arrive out of order)."""
+        look = Look.of(doc)
+        kept = self.look
+        if look is not None and (kept is None or (look.frame, look.completed_id) >= (kept.frame, kept.completed_id)):
+            self.look = look
+
+    def paused_look(self) -> Look | None:
+        """The newest look, when it can stand for the game now as far as this client knows:
+        the game was paused in it, every command this client sent had run by then, and no
+        command of another client was caught running since an earlier one. Whether another
+        client's command ran since is for the caller to read in its own command's id (the
+        look's ``completed_id`` + 1: none did)."""
+        look = self.look
+        if (look is None or not look.paused or self.others_command
+                or (self.sent_id is not None and self.sent_id > look.completed_id)):
+            return None
+        return look
+
+    def sent(self, command_id: int | None) -> None:
+        """The game accepted a command from this client as ``command_id``."""
+        if command_id is not None and (self.sent_id is None or command_id > self.sent_id):
+            self.sent_id = command_id
+
     def poll_cost(self, digest: bool = False) -> float:
         """What the last ``/state`` of the kind ``state(digest=digest)`` asks cost (seconds)."""
         return self.digest_cost_s if digest and self.uses(VIEW_FEATURE) else self.state_cost_s
 
 
-__all__ = ["Known", "counter"]
+__all__ = ["Known", "Look", "counter"]

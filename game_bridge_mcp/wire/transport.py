@@ -184,6 +184,16 @@ class KeepAliveSession:
                 continue
             return sock
 
+    def holds(self, host: str, port: int) -> bool:
+        """Whether an idle connection to ``host:port`` is kept that the next request would
+        reuse: young enough, and not closed by the peer. A kept connection is proof that the
+        process that answered on it is still the one listening (a process that ended closed
+        its connections; a new one on the port has none of this session's)."""
+        now = time.monotonic()
+        with self._lock:  # (a poll of each, no wait: _take cannot close one meanwhile)
+            return any(now - since <= self.max_idle_s and not _readable(sock)
+                       for sock, since in self._idle.get((host, port), ()))
+
     def _keep(self, host: str, port: int, sock: socket.socket, exchange: Exchange, *, reused: bool = False) -> None:
         if not exchange.reusable:
             sock.close()

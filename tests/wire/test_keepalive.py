@@ -9,6 +9,7 @@ import gc
 import json
 import socket
 import threading
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -190,6 +191,28 @@ def test_a_connection_idle_too_long_is_not_reused(raw: Any) -> None:
         session(url(server, "/health"), timeout=2, max_bytes=1000)
         session(url(server, "/health"), timeout=2, max_bytes=1000)
     assert server.connections == 2
+
+
+def test_holds_says_whether_a_kept_connection_is_still_open(raw: Any) -> None:
+    server = raw("keep")
+    with KeepAliveSession() as session:
+        assert not session.holds("127.0.0.1", server.port)  # none kept yet
+        session(url(server, "/health"), timeout=2, max_bytes=1000)
+        assert session.holds("127.0.0.1", server.port)
+        assert not session.holds("127.0.0.1", raw("keep").port)  # per address
+        server.close()  # the server goes: its end of the connection closes
+        deadline = time.monotonic() + 5
+        while session.holds("127.0.0.1", server.port):
+            assert time.monotonic() < deadline, "a connection the server closed still counts as held"
+            time.sleep(0.001)
+    closing = raw("close")
+    with KeepAliveSession() as session:
+        session(url(closing, "/health"), timeout=2, max_bytes=1000)
+        assert not session.holds("127.0.0.1", closing.port)
+    idle = raw("keep")
+    with KeepAliveSession(max_idle_s=0.0) as session:  # idle longer than it would be reused
+        session(url(idle, "/health"), timeout=2, max_bytes=1000)
+        assert not session.holds("127.0.0.1", idle.port)
 
 
 def test_threads_share_a_session_but_never_a_connection(raw: Any) -> None:
