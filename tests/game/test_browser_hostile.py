@@ -69,6 +69,45 @@ def events(game: Wrapped, kind: str) -> list[dict[str, Any]]:
     return [e for e in game.events() if e["m"] == kind]
 
 
+def test_an_events_frame_is_the_pages_simulation_frame_not_the_loops(game: Wrapped) -> None:
+    """(issue 37: event frames were the wrapper's loop count, 273 while simFrame was 0-30.)"""
+    sim = steps_still(game, 4)["simFrame"]
+    assert wait_until(lambda: game.doc("/health")["frame"] > sim + 20, 20)  # the loop turns while paused
+    said = run(game, "say")
+    event = next(e for e in reversed(game.events()) if e["m"] == "console:log" and e["text"] == f"said at {said}")
+    assert event["frame"] == game.doc("/state")["simFrame"] == sim
+
+
+def test_a_wheel_where_nothing_scrolls_and_waits_on_a_picture_that_never_holds(game: Wrapped) -> None:
+    """Issue 37's bad input: a wheel on a page that cannot scroll is delivered and changes
+    nothing; a picture that changes every frame under {screen: stable} ends honestly at
+    maxFrames with the last change's frame; a region outside the picture is a clear error."""
+    import anyio
+
+    from game_bridge_mcp.mcp_server.adapter import BridgeServer
+    from loop_helpers import bridge_for
+    from mcp_harness import connect, data, is_error, text
+
+    wheel = game.send("cmd=mouse&x=50&y=50&action=wheel&dy=1200")
+    state = steps_still(game, 2)
+    assert game.outcome(wheel)["ok"] is True and state["game"]["scrollY"] == 0
+
+    async def main() -> None:
+        async with connect(BridgeServer(bridge_for(game.port))) as client:
+            async def call(name: str, **arguments: Any) -> Any:
+                return await client.call_tool("call_tool", {"name": name, "port": game.port, "arguments": arguments})
+
+            never = data(await call("advance", until={"screen": "stable", "frames": 5}, maxFrames=12))
+            assert never["matched"] is False and never["framesAdvanced"] == 12, never
+            assert never["lastChangeFrame"] == never["simFrame"], never  # it changed at the last frame too
+            outside = await call("advance", until={"screen": "changes",
+                                                   "region": {"x": 400, "y": 0, "width": 10, "height": 10}})
+            assert is_error(outside) and "not inside the 320x240 picture" in text(outside), text(outside)
+            assert data(await call("advance", frames=2))["framesAdvanced"] == 2  # still serving
+
+    anyio.run(main)
+
+
 def test_frames_without_a_javascript_context_leave_the_steps_going(game: Wrapped) -> None:
     assert run(game, "frames") == "framed"
     for _ in range(3):
@@ -113,8 +152,12 @@ def test_console_and_error_floods_are_cut_and_summarised(game: Wrapped) -> None:
 
 
 def test_megabytes_of_title_address_and_text_are_capped_in_every_answer(game: Wrapped) -> None:
-    assert run(game, "huge") == "huge"
-    started = time.monotonic()
+    # (10 MB of visible text: laying it out is the browser's own work, seconds under load, once)
+    huge = game.send("cmd=huge")
+    assert wait_until(lambda: game.doc(f"/state?after={huge}&waitMs=5000")["completedCommandId"] >= huge, 120)
+    assert game.outcome(huge) == {"id": huge, "ok": True, "result": "huge"}
+    steps_still(game, 1)
+    started = time.monotonic()  # then every look reads a bounded part of it: steps as before
     for _ in range(5):
         steps_still(game, 1)
     assert time.monotonic() - started < 30

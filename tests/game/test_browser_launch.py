@@ -179,6 +179,16 @@ def test_the_browser_is_in_the_launched_group_and_stop_reaps_it_even_from_a_spin
     for proc in browsers:  # the browser in the wrapper's own group: the launcher's killpg reaches it
         if proc.name() != "chrome_crashpad_handler":  # (it makes a session of its own: found by its marker)
             assert os.getpgid(proc.pid) == os.getpgid(wrapper.pid), proc.cmdline()[:2]
+    # the page's files have no server of their own (issue 37: its port was random, outside the
+    # declaration's portRange): the tree listens on the instance's port, in the range, alone
+    listening = set()
+    for proc in {wrapper, *wrapper.children(recursive=True), *guard.tagged()}:
+        try:
+            conns = proc.net_connections("inet") if hasattr(proc, "net_connections") else proc.connections("inet")
+        except psutil.Error:
+            continue
+        listening |= {conn.laddr.port for conn in conns if conn.status == psutil.CONN_LISTEN}
+    assert listening == {result["port"]}, listening
     game = Wrapped(None, result["port"])
     spin = game.send("cmd=key&key=left%20shift&action=down")
     game.outcome(spin)

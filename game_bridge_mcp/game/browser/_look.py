@@ -51,6 +51,7 @@ LOOK = r"""
   const makeRange = Document.prototype.createRange;
   const selectContents = Range.prototype.selectNodeContents;
   const rangeRects = Range.prototype.getClientRects;
+  const rangeStart = Range.prototype.setStart, rangeEnd = Range.prototype.setEnd;
   const elementBox = Element.prototype.getBoundingClientRect;
   const checkVisibility = Element.prototype.checkVisibility;
   const queryAll = Document.prototype.querySelectorAll;
@@ -75,7 +76,8 @@ LOOK = r"""
       const parent = apply(parentOf, node, []);
       if (!parent || SKIP[apply(tagOf, parent, [])]) continue;
       let raw = apply(dataOf, node, []);
-      if (raw.length > L.pageText) raw = apply(slice, raw, [0, L.pageText]);
+      const long = raw.length > L.pageText;
+      if (long) raw = apply(slice, raw, [0, L.pageText]);
       chars += raw.length;
       const text = apply(trim, apply(replace, raw, [/\s+/g, ' ']), []);
       if (!text) continue;
@@ -89,7 +91,10 @@ LOOK = r"""
       const inline = lastParent !== null && (apply(contains, parent, [lastParent]) || apply(contains, lastParent, [parent]));
       if (page.length < L.pageText) page += (page ? (inline ? ' ' : '\n') : '') + text;
       lastParent = parent;
-      apply(selectContents, range, [node]);
+      if (long) {  // (its rectangles: of the part read, one a line, not of megabytes of lines)
+        apply(rangeStart, range, [node, 0]);
+        apply(rangeEnd, range, [node, L.pageText]);
+      } else apply(selectContents, range, [node]);
       const rects = apply(rangeRects, range, []);
       for (let i = 0; i < rects.length; i++) {
         const r = rects[i];
