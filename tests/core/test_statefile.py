@@ -52,13 +52,14 @@ def test_a_file_that_is_not_whole_is_refused_saying_why(tmp_path: Path, change: 
         statefile.read(path)
 
 
-def test_a_state_file_sets_nothing_of_a_launch_but_the_date(tmp_path: Path) -> None:
+def test_a_state_file_sets_nothing_of_a_launch_but_the_date_and_the_seed(tmp_path: Path) -> None:
     path = written(tmp_path, journal=[Sent("noop", {}, 0)],
                    launchEnv={"LD_PRELOAD": "/tmp/evil.so", "GAME_BRIDGE_DATE": "1796000000000",
-                              "PYTHONPATH": "/tmp"})
+                              "PYTHONPATH": "/tmp", "GAME_BRIDGE_SEED": "12"})
     state = from_file(statefile.read(path), "s1", 7820)
-    assert state.launch_env == {"GAME_BRIDGE_DATE": "1796000000000"}
-    path = written(tmp_path, journal=[Sent("noop", {}, 0)], launchEnv={"GAME_BRIDGE_DATE": "$(touch /tmp/x)"})
+    assert state.launch_env == {"GAME_BRIDGE_DATE": "1796000000000", "GAME_BRIDGE_SEED": "12"}
+    path = written(tmp_path, journal=[Sent("noop", {}, 0)], launchEnv={"GAME_BRIDGE_DATE": "$(touch /tmp/x)",
+                                                                      "GAME_BRIDGE_SEED": "-1; rm"})
     assert from_file(statefile.read(path), "s1", 7820).launch_env == {}
 
 

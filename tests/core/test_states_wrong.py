@@ -14,7 +14,7 @@ import pytest
 
 from launch_helpers import ProcessGuard
 from mcp_harness import data, is_error, text
-from test_states import HANDMADE, bridge_for, call, run, whole
+from test_states import HANDMADE, PYGAME_RANDOM, bridge_for, call, run, whole
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -112,3 +112,37 @@ def test_a_fork_whose_bytes_do_not_go_back_leaves_nothing_running(tmp_path: Path
         assert restored["exact"] is True and restored["how"] == "snapshot"
 
     run(bridge, body)
+
+
+# --------------------------------------------------------------------------- another bridge, another environment
+
+def test_a_kept_state_forks_alike_under_a_bridge_whose_environment_says_another_seed(tmp_path: Path,
+                                                                                    guard: ProcessGuard) -> None:
+    """A paused launch fixes the seed it got (here none: 0) with its record, and a fork of its
+    kept state repeats it: a tester whose shell sets GAME_BRIDGE_SEED=9 gets the same game,
+    where the fork would otherwise be launched with seed 9 (another build, to the bridge)."""
+    pytest.importorskip("pygame")
+    from dataclasses import replace
+
+    from game_bridge_mcp.core.bridge import Bridge
+
+    bridge = bridge_for(tmp_path, guard, PYGAME_RANDOM)
+    kept: dict[str, Any] = {}
+
+    async def play(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "advance", port, frames=20, inputs=[{"at": 2, "key": "right", "frames": 6}])
+        kept.update(data(await call(client, "save_state", port, keep=True)))
+        kept["state"] = whole(data(await call(client, "get_state", port)))
+
+    run(bridge, play)
+    tester = Bridge(replace(bridge.config, environ={**bridge.config.environ, "GAME_BRIDGE_SEED": "9"}))
+
+    async def fork(client: Any) -> None:
+        forked = await call(client, "fork_instance", file=kept["file"])
+        assert not is_error(forked), text(forked)
+        assert data(forked)["exact"] is True and data(forked)["simFrame"] == kept["simFrame"] == 21, data(forked)
+        assert whole(data(await call(client, "get_state", data(forked)["port"]))) == kept["state"]
+        assert "seed 0" in data(await client.call_tool("list_instances", {}))["live"][0]["version"]
+
+    run(tester, fork)

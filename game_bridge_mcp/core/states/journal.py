@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...contract import ENV_DATE, SNAPSHOT_COMMANDS
+from ...contract import ENV_DATE, ENV_SEED, SNAPSHOT_COMMANDS
 
 #: What a paused launch fixes in the game's environment, and re-execution repeats: the
-#: browser wrapper's start date (its page's ``Date``; digits, Unix milliseconds). Nothing else
-#: is ever taken from a state: a state file cannot set a launched game's environment.
-REPEATED_ENV = (ENV_DATE,)
+#: browser wrapper's start date (its page's ``Date``; digits, Unix milliseconds) and the
+#: wrappers' seed (digits). Nothing else is ever taken from a state: a state file cannot set
+#: a launched game's environment.
+REPEATED_ENV = (ENV_DATE, ENV_SEED)
 
 
 def repeatable_env(values: Mapping[str, Any]) -> dict[str, str]:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ...contract import CLOCK, ENV_DATE, SCREENSHOT_FEATURE, SNAPSHOT_DROP, SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_SAVE
+from ...contract import CLOCK, ENV_DATE, ENV_SEED, SCREENSHOT_FEATURE, SNAPSHOT_DROP, SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_SAVE
 from ...errors import BridgeError, BridgeUsageError, CommandFailed, NotAGameSurface
 from ...jsonio import as_int
 from ...wire import snapshots as wire
@@ -86,12 +86,19 @@ def launch_key(host: Host, port: int) -> tuple[Any, Any] | None:
 
 def fixed_launch_env(host: Host) -> dict[str, str]:
     """What a paused launch fixes in the game's environment so that a re-execution starts
-    alike (:data:`~.journal.REPEATED_ENV`): the browser wrapper's date, now, unless the
-    declaration or the bridge's own environment already sets it."""
+    alike (:data:`~.journal.REPEATED_ENV`), wherever it runs: the browser wrapper's date, now,
+    unless the declaration or the bridge's own environment already sets it; and the wrappers'
+    seed as this launch gets it (the declaration's, else the bridge's, else 0), so that a state
+    forked or a trace replayed by a bridge whose environment says another seed starts alike."""
     declared = getattr(host.config.declaration, "env", None) or {}
-    if ENV_DATE in declared or host.config.environ.get(ENV_DATE):
-        return {}
-    return {ENV_DATE: str(int(time.time() * 1000))}
+    environ = host.config.environ
+    fixed: dict[str, str] = {}
+    if not (ENV_DATE in declared or environ.get(ENV_DATE)):
+        fixed[ENV_DATE] = str(int(time.time() * 1000))
+    seed = str(declared[ENV_SEED] if ENV_SEED in declared else environ.get(ENV_SEED, "")).strip() or "0"
+    if seed.isdigit() and len(seed) <= 16:  # (a malformed one is the wrapper's to refuse, as it is)
+        fixed[ENV_SEED] = seed
+    return fixed
 
 
 def start_journal(host: Host, port: int, journal: Journal | None = None, *,
