@@ -238,3 +238,25 @@ def test_a_game_blocked_in_its_own_loop_keeps_answering_and_is_stopped(tmp_path:
     assert held["completedCommandId"] < noop and held["frame"] == 1
     stopped = launcher.stop(port, grace_ms=500)
     assert stopped["stopped"] is True and stopped["how"] in ("terminated", "killed")
+
+
+@pytest.mark.slow
+def test_a_pause_during_a_long_step_ends_it_there_and_lets_go_of_held_keys(tmp_path: Path) -> None:
+    """What a cancelled advance sends (issue 38, item 7): pause while step {frames: 10000}
+    runs ends the step at the frame it reached, says so, and releases the key held."""
+    with wrapped(str(CLOCKED), env=game_env(tmp_path, paused=True)) as game:
+        game.command("cmd=key&key=right&action=down")
+        step = game.command("cmd=step&frames=10000", wait=False)
+        assert wait_until(lambda: game.doc("/state")["simFrame"] > 5, 10)
+        game.command("cmd=pause", wait=False)
+        result = game.outcome(step["commandId"])["result"]
+        assert result["interrupted"] is True and result["asked"] == 10000 and 5 <= result["frames"] < 10000, result
+        state = game.doc("/state")
+        assert state["paused"] is True and state["pygame"]["keysDown"] == []
+        assert state["simFrame"] == result["simFrame"]  # nothing ran on
+        right = state["game"]["right"]
+        game.command("cmd=step&frames=3")
+        assert game.doc("/state")["game"]["right"] == right  # the key is up: the box stays
+        events = game.doc("/events?since=0")["events"]
+        assert [e["simFrame"] for e in events if e["m"] == "step:interrupted"] == [result["simFrame"]]
+        assert "keyup:right" in [e["m"] for e in events]
