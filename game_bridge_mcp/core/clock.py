@@ -264,10 +264,12 @@ class Advance:
     def _interrupt(self) -> None:
         """The call was cancelled while a step ran: a pause ends the step at the frame it has
         reached (the kit's clock; the game's result and its step:interrupted event say
-        where), rather than letting it run every frame it was asked for."""
+        where), rather than letting it run every frame it was asked for. It is waited on, so
+        that the bridge knows the frame the game stopped at (what is sent next is recorded
+        there: re-execution steps the cut step as far, core/states/reexec.py)."""
         with polling.cancel_scope(None):  # (sent for the call that is ending)
             try:
-                self.client.command("pause", {}, timeout_ms=2000)
+                self.client.command_and_sync("pause", {}, timeout_ms=2000, digest=True)
             except BridgeError as exc:
                 log.info("port %s: a pause after a cancelled advance was not sent: %s", self.port, exc)
 

@@ -5,6 +5,7 @@ the bridge goes on serving (test_states.py has the plain bad input of docs/state
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,71 @@ def test_a_kept_state_forks_alike_under_a_bridge_whose_environment_says_another_
         assert "seed 0" in data(await client.call_tool("list_instances", {}))["live"][0]["version"]
 
     run(tester, fork)
+
+
+# --------------------------------------------------------------------------- a step cut short
+
+SLOW_GAME = """
+import sys, time
+from game_bridge_mcp.game import GameBridge
+
+world = {"x": 0, "sum": 0}
+bridge = GameBridge("Slow", "1", clock=True, register=False, snapshot=False, state=lambda: {"game": dict(world)})
+
+
+@bridge.command
+def push(x: int) -> None:
+    world["x"] += x
+
+
+def update() -> None:
+    world["sum"] += world["x"]
+    time.sleep(0.002)
+
+
+bridge.start(int(sys.argv[1]))
+bridge.run(update, hz=500)
+"""
+
+def test_an_advance_cancelled_mid_step_is_re_executed_as_far_as_it_ran(tmp_path: Path, guard: ProcessGuard) -> None:
+    """A cancelled advance's pause ends the game's step where it is (issue 38): its record says
+    step 10000 then pause, and re-execution steps as far as the game was next seen, not 10000
+    frames past it. A kit game without its own snapshot, each frame of which takes 2 ms."""
+    from game_bridge_mcp.mcp_server.adapter import BridgeServer
+    from mcp_harness import connect, start_call
+
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW_GAME)
+    bridge = bridge_for(tmp_path, guard, [sys.executable, str(script), "{port}"])
+    app = BridgeServer(bridge)
+
+    async def main() -> None:
+        async with connect(app) as client:
+            port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+            await call(client, "push", port, x=1)
+            await call(client, "advance", port, frames=2)
+            async with anyio.create_task_group() as tasks:
+                running = await start_call(client, tasks, "call_tool", {
+                    "name": "advance", "port": port, "arguments": {"frames": 10000}})
+                deadline = time.monotonic() + 20
+                while data(await call(client, "get_state", port, path="simFrame"))["value"] < 40:
+                    assert time.monotonic() < deadline, "advance did not start stepping"
+                    await anyio.sleep(0.01)
+                await running.cancel()
+                while app.calls_in_flight:
+                    assert time.monotonic() < deadline, "the cancelled advance did not end"
+                    await anyio.sleep(0.005)
+            await call(client, "push", port, x=-2)  # what comes next is recorded where the game is
+            await call(client, "advance", port, frames=5)
+            saved = data(await call(client, "save_state", port))
+            assert 45 <= saved["simFrame"] < 5000 and saved["exact"] is True, saved
+            before = whole(data(await call(client, "get_state", port)))
+            await call(client, "advance", port, frames=7)
+            restored = data(await call(client, "restore_state", port, state=saved["state"]))
+            assert restored["exact"] is True and restored["simFrame"] == saved["simFrame"], (restored.get("differed"), restored.get("note"), [(e.cmd, e.args, e.sim_frame) for e in bridge.states.get(saved["state"]).journal])
+            assert whole(data(await call(client, "get_state", port))) == before
+
+    try:
+        anyio.run(main)
+    finally:
+        bridge.shutdown()

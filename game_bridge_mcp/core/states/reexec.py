@@ -90,8 +90,9 @@ def replay(client: GameClient, entries: Sequence[Sent], until: int | None, *, ti
         if entry.sim_frame is not None and entry.sim_frame > at:  # it ran on its own clock then
             at = step(client, entry.sim_frame - at, at, timeout_ms=timeout_ms)
         if entry.cmd == "step":
-            frames = as_int(entry.args.get("frames", 1), minimum=1) or 1
-            at = step(client, frames, at, timeout_ms=timeout_ms)
+            frames = ran(entries, index, as_int(entry.args.get("frames", 1), minimum=1) or 1, at, until)
+            if frames:
+                at = step(client, frames, at, timeout_ms=timeout_ms)
             continue
         try:
             client.command_and_sync(entry.cmd, entry.args, timeout_ms=timeout_ms, pending_ok=True, digest=True)
@@ -100,6 +101,22 @@ def replay(client: GameClient, entries: Sequence[Sent], until: int | None, *, ti
     if until is not None and until > at:
         at = step(client, until - at, at, timeout_ms=timeout_ms)
     return client.state()
+
+
+def ran(entries: Sequence[Sent], index: int, frames: int, at: int, until: int | None) -> int:
+    """How many of the ``frames`` of the step ``entries[index]`` (from simulation frame ``at``)
+    ran: all of them, unless a ``pause`` came right after it, which ends a running step where
+    it is (a cancelled advance sends one): then as far as the frame the game was next known
+    to be at (the next command's, or the state's ``until``), a step that ran to its end being
+    known past it."""
+    if index + 1 >= len(entries) or entries[index + 1].cmd != "pause":
+        return frames
+    bound = until
+    for later in range(index + 2, len(entries)):
+        if entries[later].cmd != "pause" and entries[later].sim_frame is not None:
+            bound = entries[later].sim_frame
+            break
+    return frames if bound is None else max(0, min(frames, bound - at))
 
 
 def screenshot_sha(client: GameClient, *, timeout_ms: int | None = None) -> str | None:
@@ -165,4 +182,4 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["MAX_DIFFERENCES", "SHOT_SIDE", "compare", "differences", "replay", "screenshot_sha", "step"]
+__all__ = ["MAX_DIFFERENCES", "SHOT_SIDE", "compare", "differences", "ran", "replay", "screenshot_sha", "step"]
