@@ -43,6 +43,7 @@ def test_what_is_written_is_read_back(tmp_path: Path) -> None:
     (lambda raw: raw.replace(b'"format":"game-bridge-state"', b'"format":"x"', 1), "not a game-bridge state file"),
     (lambda raw: b"\x80\x04\x95" + raw, "not a game-bridge state file"),
     (lambda raw: raw.replace(b'[0,"drop",{"x":1}]', b'[0,"drop","x"]', 1), "journal entry is"),
+    (lambda raw: raw.replace(b'[0,"drop",{"x":1}]', b'[99,"drop",{"x":1}]', 1), "sent at simFrame 99, past"),
 ])
 def test_a_file_that_is_not_whole_is_refused_saying_why(tmp_path: Path, change: object, fragment: str) -> None:
     path = written(tmp_path, snapshot=b"abc", journal=[Sent("drop", {"x": 1}, 0)])

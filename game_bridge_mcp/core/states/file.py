@@ -115,6 +115,11 @@ def parse(data: bytes, where: str = "the state") -> StateFile:
     sim_frame = header.get("simFrame")
     if sim_frame is not None and (not isinstance(sim_frame, int) or isinstance(sim_frame, bool) or sim_frame < 0):
         raise ValueError(f"{where}'s simFrame is not a frame number")
+    if sim_frame is not None and journal:
+        past = next((e for e in journal if e.sim_frame is not None and e.sim_frame > sim_frame), None)
+        if past is not None:  # a record is of the frames up to its state's: this one was changed
+            raise ValueError(f"{where}'s journal has {past.cmd!r} sent at simFrame {past.sim_frame}, past the "
+                             f"state's simFrame {sim_frame}")
     if not snapshot and journal is None:
         raise ValueError(f"{where} holds neither snapshot bytes nor a journal to re-execute")
     return StateFile(header, snapshot, journal)
