@@ -78,3 +78,15 @@ def test_a_journal_records_what_the_game_accepted_and_ends_saying_why() -> None:
     journal.record("drop", {"x": 2}, 6, 6)
     assert len(journal) == 4
     assert json.loads(json.dumps([e.to_json() for e in mark]))[0] == [0, "key", {"key": "left"}]
+
+
+def test_a_step_is_replayed_whole_unless_a_pause_cut_it_short() -> None:
+    from game_bridge_mcp.core.states.reexec import ran
+
+    cut = [Sent("step", {"frames": 10000}, 2), Sent("pause", {}, 2), Sent("key", {"key": "a"}, 40)]
+    assert ran(cut, 0, 10000, 2, 60) == 38  # as far as the game was next known to be
+    assert ran(cut[:2], 0, 10000, 2, 45) == 43  # or the state's frame
+    whole = [Sent("step", {"frames": 10}, 2), Sent("pause", {}, 12), Sent("key", {"key": "a"}, 12)]
+    assert ran(whole, 0, 10, 2, 60) == 10  # a pause once the step was seen done
+    assert ran([Sent("step", {"frames": 10}, 2), Sent("key", {}, 2)], 0, 10, 2, 60) == 10
+    assert ran([Sent("step", {"frames": 10}, 2)], 0, 10, 2, None) == 10

@@ -105,11 +105,14 @@ def replay(client: GameClient, entries: Sequence[Sent], until: int | None, *, ti
 
 def ran(entries: Sequence[Sent], index: int, frames: int, at: int, until: int | None) -> int:
     """How many of the ``frames`` of the step ``entries[index]`` (from simulation frame ``at``)
-    ran: all of them, unless a ``pause`` came right after it, which ends a running step where
-    it is (a cancelled advance sends one): then as far as the frame the game was next known
-    to be at (the next command's, or the state's ``until``), a step that ran to its end being
-    known past it."""
+    ran: all of them, unless a ``pause`` was sent before it ended (a cancelled advance sends
+    one), which ends a running step where it is: then as far as the frame the game was next
+    known to be at (the next command's, or the state's ``until``), a step that ran to its end
+    being known past it. A pause sent once the step was seen done changes nothing."""
     if index + 1 >= len(entries) or entries[index + 1].cmd != "pause":
+        return frames
+    sent_at = entries[index + 1].sim_frame
+    if sent_at is not None and sent_at >= at + frames:
         return frames
     bound = until
     for later in range(index + 2, len(entries)):
