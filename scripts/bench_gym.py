@@ -5,6 +5,11 @@
   process, on a paused ALE Breakout served by ``python -m game_bridge_mcp.game.gym``:
   the command, its confirmation and the digest after), against the floor: one
   ``env.step`` plus ``env.render()`` in a bare loop in this process. Target: within 3x.
+* **wire**: the same step by hand on a second instance: ``/command?cmd=step`` and
+  ``/state?after=`` written on one socket and read by their length, the least any client of
+  the contract pays
+  (a one-step ``advance`` on a game the bridge has seen paused is these two requests; the
+  answer's ``requests`` says how many each call made).
 * **act**: one ``call_tool act {action: NOOP}`` (a step on a paused game: the command and its
   confirmation), against the same floor.
 * **1000 steps**: ``advance {frames: 1000}`` through the bridge against 1,000 steps (with
@@ -137,6 +142,35 @@ class Clocks:
         self.cpu_ms = (self._cpu() - self.cpu) * 1000
 
 
+class Wire:
+    """The least a client of the contract can do: HTTP/1.1 on one socket, requests written
+    whole, answers read by their Content-Length (no library in between)."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.host = f"127.0.0.1:{port}"
+
+    def get(self, path: str) -> Any:
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+        while b"\r\n\r\n" not in self.buffer:
+            self.buffer += self.sock.recv(65536)
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))  # type: ignore[union-attr]
+        while len(self.buffer) < length:
+            self.buffer += self.sock.recv(65536)
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return json.loads(body)
+
+    def step(self) -> None:
+        sent = self.get("/command?cmd=step&frames=1")
+        state = self.get(f"/state?view=digest&after={sent['commandId']}&waitMs=5000")
+        assert state["completedCommandId"] >= sent["commandId"], state
+
+
 class Raw:
     """One kept-alive connection to the game: a command confirmed with ``after``."""
 
@@ -163,17 +197,28 @@ def measure_steps(home: Path, rounds: int, long_steps: int) -> dict[str, Any]:
 
     figures: dict[str, list[float]] = {name: [] for name in (
         "oneWall", "oneCpu", "oneFloorWall", "oneFloorCpu", "longWall", "longCpu", "longFloorWall", "longFloorCpu",
-        "actWall", "actCpu")}
-    with wrapped(home) as (port, pid):
+        "actWall", "actCpu", "wireWall", "wireCpu", "requests")}
+    # A second instance for the wire floor: another client's steps on the bridge's game
+    # would make every advance look first (core/clock.py), as it should.
+    with wrapped(home) as (port, pid), wrapped(home) as (wire_port, wire_pid):
         bridge = Bridge(Config(port=port, environ={}, scan=False, registry=False))
         advance(bridge, port=port, frames=1)  # the bridge learns the game
+        stats = bridge.client(port).stats
+        wire = Wire(wire_port)
         calls = 20
         for _ in range(rounds):
+            sent = stats["requests"]
             with Clocks(pid) as clocks:
                 for _ in range(calls):
                     assert advance(bridge, port=port, frames=1)["framesAdvanced"] == 1
             figures["oneWall"].append(clocks.wall_ms / calls)
             figures["oneCpu"].append(clocks.cpu_ms / calls)
+            figures["requests"].append((stats["requests"] - sent) / calls)
+            with Clocks(wire_pid) as clocks:
+                for _ in range(calls):
+                    wire.step()
+            figures["wireWall"].append(clocks.wall_ms / calls)
+            figures["wireCpu"].append(clocks.cpu_ms / calls)
             with Clocks(pid) as clocks:
                 for _ in range(calls):
                     assert run_command(bridge, port, "act", {"action": "NOOP"}, via="manifest")["applied"] is True
@@ -193,13 +238,16 @@ def measure_steps(home: Path, rounds: int, long_steps: int) -> dict[str, Any]:
     floor.env.close()
     m = {name: benchkit.median(values) for name, values in figures.items()}
     one = {"bridgeMs": m["oneWall"], "floorMs": m["oneFloorWall"], "ratio": m["oneWall"] / m["oneFloorWall"],
-           "bridgeCpuMs": m["oneCpu"], "floorCpuMs": m["oneFloorCpu"], "cpuRatio": m["oneCpu"] / m["oneFloorCpu"]}
+           "bridgeCpuMs": m["oneCpu"], "floorCpuMs": m["oneFloorCpu"], "cpuRatio": m["oneCpu"] / m["oneFloorCpu"],
+           "requests": m["requests"]}
+    by_hand = {"ms": m["wireWall"], "ratio": m["wireWall"] / m["oneFloorWall"], "cpuMs": m["wireCpu"],
+            "cpuRatio": m["wireCpu"] / m["oneFloorCpu"]}
     act = {"bridgeMs": m["actWall"], "ratio": m["actWall"] / m["oneFloorWall"], "bridgeCpuMs": m["actCpu"],
            "cpuRatio": m["actCpu"] / m["oneFloorCpu"]}
     many = {"steps": long_steps, "bridgeMs": m["longWall"], "floorMs": m["longFloorWall"],
             "ratio": m["longWall"] / m["longFloorWall"], "bridgeCpuMs": m["longCpu"], "floorCpuMs": m["longFloorCpu"],
             "cpuRatio": m["longCpu"] / m["longFloorCpu"]}
-    return {"oneStep": one, "oneAct": act, "longAdvance": many}
+    return {"oneStep": one, "oneAct": act, "oneWire": by_hand, "longAdvance": many}
 
 
 def measure_snapshots(home: Path, rounds: int) -> dict[str, Any]:
@@ -310,12 +358,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(f"machine: load {report['machine'].get('load')}")
+    print(f"machine: load {report['machine'].get('loadAverage')}")
     if "step" in report:
         one, many = report["step"]["oneStep"], report["step"]["longAdvance"]
         print(f"advance {{frames: 1}} through the bridge {one['bridgeMs']:.3f} ms, env.step + render "
               f"{one['floorMs']:.3f} ms: {one['ratio']:.2f}x (target 3x); CPU (both processes) "
-              f"{one['bridgeCpuMs']:.3f} ms against {one['floorCpuMs']:.3f}: {one['cpuRatio']:.2f}x")
+              f"{one['bridgeCpuMs']:.3f} ms against {one['floorCpuMs']:.3f}: {one['cpuRatio']:.2f}x; "
+              f"{one['requests']:g} requests a call")
+        wire = report["step"]["oneWire"]
+        print(f"the same step by hand (/command, /state?after= on one socket) {wire['ms']:.3f} ms: "
+              f"{wire['ratio']:.2f}x; CPU {wire['cpuMs']:.3f} ms: {wire['cpuRatio']:.2f}x")
         act = report["step"]["oneAct"]
         print(f"call_tool act {{action: NOOP}} (one step) {act['bridgeMs']:.3f} ms: {act['ratio']:.2f}x; CPU "
               f"{act['bridgeCpuMs']:.3f} ms: {act['cpuRatio']:.2f}x")

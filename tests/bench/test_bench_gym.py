@@ -26,6 +26,8 @@ def test_quick_mode_reports_every_figure_and_leaves_nothing(tmp_path: Path) -> N
     report = json.loads(done.stdout)
     step = report["step"]
     assert step["oneStep"]["bridgeMs"] > 0 and step["oneStep"]["floorMs"] > 0 and step["longAdvance"]["steps"] == 100
+    assert step["oneStep"]["requests"] == 2  # a game seen paused: the step and its held answer
+    assert step["oneWire"]["ms"] > 0 and step["oneWire"]["cpuMs"] > 0
     snapshot = report["snapshot"]
     assert "skipped" in snapshot or (snapshot["saveMs"] > 0 and snapshot["loadMs"] > 0 and snapshot["bytes"] > 0)
     many = report["many"]
