@@ -13,7 +13,10 @@ connection:
   without ``after``;
 * **after floor**: ``/command`` then one ``/state?after=<id>`` (the ``after`` extension).
 
-And ``advance {frames: N}`` (one ``step`` of N frames) per frame, for contrast.
+And ``advance {frames: N}`` (one ``step`` of N frames) per frame, for contrast; and N calls
+of ``advance {frames: 1}`` on a second demo that only the bridge commands, per frame (a game
+the bridge has seen paused is stepped without a look first: the step and its held answer;
+the floors' steps on the first demo would rightly make it look first, core/clock.py).
 
     .venv/bin/python scripts/bench_advance.py [--quick] [--json]
 
@@ -94,8 +97,9 @@ def per_frame_ms(run: Any, frames: int) -> float:
 
 
 def measure(hz: int, frames: int, rounds: int) -> dict[str, Any]:
-    with demo(hz) as port:
+    with demo(hz) as port, demo(hz) as solo:
         bridge = Bridge(Config(port=port, environ={}, scan=False, registry=False))
+        alone = Bridge(Config(port=solo, environ={}, scan=False, registry=False))
         raw = Raw(port)
 
         def by_bridge(n: int) -> None:
@@ -106,11 +110,16 @@ def measure(hz: int, frames: int, rounds: int) -> dict[str, Any]:
         def by_steps(n: int) -> None:
             assert advance(bridge, port=port, frames=n)["framesAdvanced"] == n
 
+        def by_calls(n: int) -> None:
+            for _ in range(n):
+                assert advance(alone, port=solo, frames=1)["framesAdvanced"] == 1
+
         ways = {"bridge": by_bridge,
                 "poll floor": lambda n: [raw.poll_step() for _ in range(n)],
                 "after floor": lambda n: [raw.after_step() for _ in range(n)],
-                "frames: N": by_steps}
+                "frames: N": by_steps, "frames: 1 calls": by_calls}
         by_bridge(5)  # warm up: the bridge learns the game's frames
+        by_calls(5)
         results: dict[str, list[float]] = {name: [] for name in ways}
         for _ in range(rounds):  # interleaved, so a noisy moment hits every way
             for name, run in ways.items():
@@ -118,7 +127,8 @@ def measure(hz: int, frames: int, rounds: int) -> dict[str, Any]:
         best = {name: min(values) for name, values in results.items()}
         return {"hz": hz, "frames": frames, "msPerFrame": best,
                 "bridge/poll floor": best["bridge"] / best["poll floor"],
-                "bridge/after floor": best["bridge"] / best["after floor"]}
+                "bridge/after floor": best["bridge"] / best["after floor"],
+                "frames 1 calls/after floor": best["frames: 1 calls"] / best["after floor"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         ms = row["msPerFrame"]
         print(f"  demo at {row['hz']:>4} Hz: bridge {ms['bridge']:.2f}  poll floor {ms['poll floor']:.2f}  "
               f"after floor {ms['after floor']:.2f}  ->  {row['bridge/poll floor']:.2f}x / "
-              f"{row['bridge/after floor']:.2f}x;  advance {{frames: N}} {ms['frames: N']:.3f}")
+              f"{row['bridge/after floor']:.2f}x;  advance {{frames: N}} {ms['frames: N']:.3f};  "
+              f"advance {{frames: 1}} calls {ms['frames: 1 calls']:.2f} ({row['frames 1 calls/after floor']:.2f}x)")
     return 0
 
 
