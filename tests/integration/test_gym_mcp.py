@@ -75,8 +75,8 @@ async def playing(path: Path, tmp_path: Path, guard: ProcessGuard) -> AsyncItera
     env = dict(guard.env, GAME_BRIDGE_SCREENSHOTS=str(tmp_path / "shots"),
                PYTHONPATH=str(PEERS))
     config = Config(environ=env, registry_dir=tmp_path / "home" / "instances", scan_range=(1,),
-                    declaration=load_declaration(path))
-    bridge = Bridge(config)
+                    declaration=load_declaration(path), timeout_ms=60000)
+    bridge = Bridge(config)  # a minute a command: 3000 Atari steps in one act take seconds on a loaded machine
     try:
         async with connect(BridgeServer(bridge)) as client:
             agent = Agent(client)

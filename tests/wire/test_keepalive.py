@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -352,15 +356,33 @@ def count_collections(decode: Any, body: bytes) -> int:
     return len(started)
 
 
+#: Run in a process of its own: in the suite's process another test's thread still decoding
+#: (a bridge's keep-alive reader, say) pauses the collector meanwhile, and the plain decode
+#: then sees no collection at all (found under load with -n 2).
+ISOLATED = """
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+from test_keepalive import big_document, count_collections
+from game_bridge_mcp.jsonio import PAUSE_GC_BYTES, decode_json
+body = big_document()
+assert len(body) >= PAUSE_GC_BYTES and gc.isenabled()
+plain = count_collections(json.loads, body)
+paused = count_collections(decode_json, body)
+print(json.dumps({"plain": plain, "paused": paused, "enabled": gc.isenabled()}))
+"""
+
+
 def test_a_large_document_is_decoded_with_the_collector_paused_and_restored() -> None:
-    body = big_document()
-    assert len(body) >= PAUSE_GC_BYTES
-    assert gc.isenabled()
-    plain = count_collections(json.loads, body)
-    paused = count_collections(decode_json, body)
-    assert plain > 10  # hundreds of thousands of containers: many collections...
-    assert paused <= 1  # ...and at most the one the first allocation after it triggers
-    assert gc.isenabled()
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parent), str(here.parent / "support"), str(here.parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", ISOLATED, str(here)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = json.loads(done.stdout)
+    assert counts["plain"] > 10, counts  # hundreds of thousands of containers: many collections...
+    assert counts["paused"] <= 1, counts  # ...and at most the one the first allocation after it triggers
+    assert counts["enabled"] is True
 
 
 def test_a_collector_the_host_disabled_stays_disabled() -> None:
