@@ -278,8 +278,21 @@ class SnapshotChecks(CheckSession):
             self.report(FAIL, f"snapshot: the game kept more than {SNAPSHOTS_KEPT} snapshots it was not told to drop",
                         "Keep at most 16, and refuse snapshot_save with a reason that says so when full.")
             return
+        full = entry.get("error")
+        if made:  # snapshot_drop forgets one: the place it held takes a new save
+            dropped = made.pop()
+            self._snap_run(SNAPSHOT_DROP, {"id": dropped})
+            _state, again, problem = self._snap_run(SNAPSHOT_SAVE)
+            result = again.get("result")
+            if isinstance(result, dict) and isinstance(result.get("id"), str):
+                made.append(result["id"])
+            if again.get("ok") is not True:
+                self.report(FAIL, f"snapshot: full at {SNAPSHOTS_KEPT}, a snapshot_drop did not make room: the next "
+                                  f"snapshot_save failed ({problem or show_value(again.get('error'), 100)})",
+                            "snapshot_drop {id} forgets that snapshot: it no longer counts towards the 16.")
+                return
         self.report(PASS, f"snapshot: full at {SNAPSHOTS_KEPT} kept (refused after {taken} more): "
-                          f"{show_value(entry.get('error'), 100)}")
+                          f"{show_value(full, 100)}; a snapshot_drop makes room")
 
 
 __all__ = ["FUTURE_FRAMES", "SnapshotChecks"]

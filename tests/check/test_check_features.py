@@ -161,6 +161,7 @@ LYING = [
     ("snapshot-post-no-id", {"snapshot", "results", "clock"}, "HTTP 200 without {\"id\": ...}"),
     ("snapshot-event-no-id", {"snapshot", "results", "clock"}, "event after loading 'h1' carries id"),
     ("snapshot-no-limit", {"snapshot", "results", "clock"}, "kept more than 16 snapshots it was not told to drop"),
+    ("snapshot-drop-ignored", {"snapshot", "results", "clock"}, "a snapshot_drop did not make room"),
 ]
 
 

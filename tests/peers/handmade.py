@@ -138,6 +138,7 @@ LIES = {
     "snapshot-post-no-id": "snapshot: POST /snapshot answers 200 without an id",
     "snapshot-event-no-id": "snapshot: snapshot:loaded carries no id",
     "snapshot-no-limit": "snapshot: snapshot_save never refuses, however many are kept",
+    "snapshot-drop-ignored": "snapshot: snapshot_drop answers ok and forgets nothing",
 }
 
 _ALLOWED_DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
@@ -524,6 +525,8 @@ class HandmadeGame:
                 self._event("snapshot:loaded", id=args["id"])
             return {"id": args["id"], "simFrame": self.sim_frame}
         if cmd == "snapshot_drop":
+            if "snapshot-drop-ignored" in self.lies:
+                return {"dropped": args.get("id", "")}
             if self.snapshots.pop(args.get("id", ""), None) is None:
                 raise _Refused(f"no snapshot {args.get('id', '')!r}")
             return {"dropped": args["id"]}
