@@ -111,7 +111,7 @@ LIES = {
     "results-not-list": "results: commandResults is an object, not a list",
     "results-bad-types": "results: entries carry id as a string and ok as a string",
     "results-missing": "results: commandResults stays empty",
-    "results-late": "results: an entry appears one frame after completedCommandId reaches it",
+    "results-late": "results: an entry appears only after a /state has shown completedCommandId reach it",
     "huge-result": "results: spawn's result is a 3 MB string",
     "huge-description": "/tools game.description is 3 MB",
     "after-ignored": "after: /state?after= answers at once, not done",
@@ -262,7 +262,9 @@ class HandmadeGame:
         self.waiting_input: list[tuple[int, str, dict[str, str]]] = []  # for the next simulated frame
         self.queue: collections.deque[tuple[int, str, dict[str, str]]] = collections.deque()
         self.results: collections.deque[dict[str, Any]] = collections.deque(maxlen=32)
-        self._late_results: list[dict[str, Any]] = []
+        self._late_results: list[dict[str, Any]] = []  # results-late: held back from the next /state
+        self._shown_late: list[dict[str, Any]] = []  # ...and published on the frame after it was served
+        self._early_step_shown = True  # step-early: its frames wait until a /state has shown it complete
         self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=max(1, event_buffer))
         self.seq = 0
         self.x = 0
@@ -376,15 +378,15 @@ class HandmadeGame:
 
     def _tick(self) -> None:
         self.frame += 1
-        if self._late_results:
-            self.results.extend(self._late_results)
-            self._late_results.clear()
+        if self._shown_late:
+            self.results.extend(self._shown_late)
+            self._shown_late.clear()
         simulate = not self.paused or "simframe-runs-while-paused" in self.lies
         if self.waiting_input and (simulate or self.stepping is not None):  # this frame reads them
             for command_id, cmd, args in self.waiting_input:
                 self._finish(command_id, True, self._deliver(cmd, args))
             self.waiting_input.clear()
-        if self.stepping is not None:
+        if self.stepping is not None and self._early_step_shown:
             command_id, left = self.stepping
             self.sim_frame += 1
             left -= 1
@@ -409,6 +411,9 @@ class HandmadeGame:
                     continue
                 if self.stepping is None or "step-early" in self.lies:
                     self._finish(command_id, True, result)
+                    # by request, not by time: on a loaded machine a frame or two could run
+                    # before the snapshot that shows it complete, and the lie would vary
+                    self._early_step_shown = self.stepping is None
         for shot in self.shots:
             self._render_shot(shot)
         self.shots.clear()
@@ -782,6 +787,12 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
                 return
             with game.lock:
                 doc = game.snapshot(query.get("view"))
+                # results-late: a snapshot showing a command complete without its entry has been
+                # served, so the entry may appear from the next frame on (by request, not by time:
+                # a loaded machine's polls never skip past the lie)
+                game._shown_late.extend(game._late_results)
+                game._late_results.clear()
+                game._early_step_shown = True
             self.send_json(200, doc)
 
         def on_tools(self, _query: Mapping[str, str]) -> None:
