@@ -124,6 +124,8 @@ def test_a_load_puts_everything_back_in_place_and_the_same_future_follows() -> N
         settled(port, "cmd=step&frames=3")
         saved = ok(settled(port, "cmd=snapshot_save"))
         assert saved["simFrame"] == 3 and saved["bytes"] == 0  # a lock in the state: not plain data
+        status, reason = get_bytes(port, saved["id"])  # so they stay in the process, and say why
+        assert status == 409 and b"stays in the game's process" in reason and b".lock is a lock" in reason, (status, reason)
         before = game_state(port)
         after_five = game_state(port) if settled(port, "cmd=step&frames=5") else None
         settled(port, "cmd=step&frames=4")
