@@ -19,7 +19,7 @@ from game_bridge_mcp.game.demo.fruit import FruitMerge
 from kit_helpers import command, doc, looping
 from loop_helpers import app_for, call, error_text, handmade_game
 from mcp_harness import connect, data
-from peers.handmade import HandmadeGame
+from peers.handmade import FEATURES, HandmadeGame
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -288,3 +288,20 @@ def test_an_instance_that_died_since_the_bridge_looked_is_reported_offline() -> 
             game.stop()
 
     assert any(anyio.run(died) for _ in range(5)), "another process took the freed port every time"
+
+
+@pytest.mark.parametrize("without", [("after",), ("after", "view")])
+def test_a_game_without_after_is_stepped_from_the_look_and_polled(without: tuple[str, ...]) -> None:
+    features = [f for f in FEATURES if f not in without]
+    with handmade_game(start_paused=True, features=features) as game:
+        async def main() -> None:
+            async with connect(app_for(game.port)) as client:
+                sim = data(await advance(client, game.port))["simFrame"]
+                for n in range(1, 4):
+                    one, asked = await served(game, advance(client, game.port))
+                    assert "health" not in asked[:1] and asked[0] == "step", asked  # no look first
+                    assert "after" not in asked, asked  # confirmed by polling
+                    one = data(one)
+                    assert one["framesAdvanced"] == 1 and one["simFrame"] == sim + n == game.sim_frame
+                    assert "note" not in one
+        anyio.run(main)
