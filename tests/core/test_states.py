@@ -128,6 +128,34 @@ def test_live_copies_restore_in_place_and_fork_by_re_execution(tmp_path: Path, g
     run(bridge, body)
 
 
+def test_a_fork_of_a_ports_current_frame_and_a_fork_that_runs(tmp_path: Path, guard: ProcessGuard) -> None:
+    """fork_instance {port}: the frame the game is at, saved first as a state the answer
+    names; {paused: false}: the fork's clock runs once it is restored."""
+    bridge = bridge_for(tmp_path, guard, HANDMADE)
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "move", port, dx=3)
+        await call(client, "advance", port, frames=6)
+        parent = data(await call(client, "get_state", port))
+        here = await call(client, "fork_instance", port)
+        assert not is_error(here), text(here)
+        here = data(here)
+        assert here["port"] not in (port,) and here["exact"] is True and here["simFrame"] == 6, here
+        assert here["paused"] is True and here["game"]["x"] == parent["game"]["x"] == 3, here
+        assert whole(data(await call(client, "get_state", here["port"]))) == whole(parent)
+        assert f"Saved port {port}'s" in here["note"]
+        listed = data(await call(client, "list_states"))["states"]
+        assert [(s["state"], s.get("label")) for s in listed] == [(here["state"], "fork")]
+        running = data(await call(client, "fork_instance", state=here["state"], paused=False))
+        assert running["paused"] is False and running["exact"] is True, running
+        assert wait_until(lambda: bridge.client(running["port"]).state()["simFrame"] > 6, 10)
+        assert data(await call(client, "get_state", here["port"]))["simFrame"] == 6  # the paused one stays
+        assert set(bridge.launched_ports()) == {port, here["port"], running["port"]}
+
+    run(bridge, body)
+
+
 # --------------------------------------------------------------------------- the demo both ways, and re-execution
 
 @pytest.mark.parametrize("how", ["snapshot", "re-execution"])
