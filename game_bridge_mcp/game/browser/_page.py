@@ -230,7 +230,7 @@ class Page:
             return self._run_whole(frames, look)
         self._new_document = self._navigation_seen = self._navigation_ended = False
         try:
-            seen, _error, done, leaving = self.page.evaluate(_scripts.RUN, [self.k, frames, look])
+            seen, _error, done, leaving = _scripts.run_answer(self.page.evaluate(_scripts.RUN, [self.k, frames, look]))
         except Exception as exc:
             self._failed(exc)
             destroyed = "context was destroyed" in str(exc) or "navigat" in str(exc).lower()
@@ -265,7 +265,7 @@ class Page:
         target = _scripts.frame_ms(self.k + frames)
         try:
             self.page.clock.run_for(target - self.ticks)
-            seen = self.page.evaluate(_scripts.RUN, [self.k + frames, 0, True])[0] if look else None
+            seen = _scripts.run_answer(self.page.evaluate(_scripts.RUN, [self.k + frames, 0, True]))[0] if look else None
         except Exception as exc:
             self._failed(exc)
             return 0
@@ -342,7 +342,7 @@ class Page:
 
     def look(self) -> None:
         try:
-            seen = self.page.evaluate(_scripts.RUN, [self.k, 0, True])[0]
+            seen = _scripts.run_answer(self.page.evaluate(_scripts.RUN, [self.k, 0, True]))[0]
         except Exception as exc:
             self._failed(exc)
             return
