@@ -61,7 +61,10 @@ class Session:
                 await call("list_toolsets", {"port": port})
                 await call("call_tool", {"port": port, "name": "click", "arguments": {"label": "Start"}})
                 for x in MOVES:
-                    await call("call_tool", {"port": port, "name": "drop", "arguments": {"x": x}})
+                    # the answer when the fruit has come to rest: the game runs free, and a fruit in
+                    # flight is wherever the machine's speed had it (a loaded run replayed it a row lower)
+                    await call("call_tool", {"port": port, "name": "drop", "arguments": {"x": x},
+                                             "until": {"path": "game.moving", "equals": 0, "timeoutMs": 15000}})
                     await call("call_tool", {"port": port, "name": "wait_for",
                                              "arguments": {"path": "game.moving", "equals": 0, "timeoutMs": 15000}})
                 await call("call_tool", {"port": port, "name": "get_state", "arguments": {"summary": True}})
