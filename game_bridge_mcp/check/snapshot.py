@@ -176,6 +176,11 @@ class SnapshotChecks(CheckSession):
                               f"({len(response.body)} bytes), not 200 with the bytes or 409")
             return
         data = response.body
+        kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if kind != "application/octet-stream":
+            self.report(WARN, f"snapshot: GET {SNAPSHOT} answers Content-Type {show_value(kind or None)}, not "
+                              "application/octet-stream", "The bridge moves the bytes whatever it says; the "
+                              "extension names application/octet-stream.")
         posted = self._post(data)
         if not isinstance(posted, str):
             self.report(FAIL, f"snapshot: POST {SNAPSHOT} of the game's own bytes: {posted[1]}")
@@ -212,7 +217,8 @@ class SnapshotChecks(CheckSession):
         cases = {"cut off": data[: max(1, len(data) // 2)], "damaged": bytes([data[0] ^ 0xFF]) + data[1:],
                  "another game's": b'{"game": "not this one", "version": "0"}',
                  "a pickle (code in disguise)": disguised, "empty": b""}
-        accepted = []
+        accepted: list[str] = []
+        silent: list[str] = []
         for name, body in cases.items():
             posted = self._post(body)
             if isinstance(posted, str):
@@ -220,7 +226,12 @@ class SnapshotChecks(CheckSession):
                 self.send(SNAPSHOT_DROP, {"id": posted})
             elif posted[0] != 400:
                 accepted.append(f"{name} ({posted[1]})")
+            elif posted[1].endswith(('""', "''")):
+                silent.append(name)
         after, _ = self.read("/state")
+        if silent:
+            self.report(WARN, f"snapshot: POST /snapshot refused {', '.join(silent)} bytes with 400 and no reason",
+                        "Say why as text (another game, another build, damaged): the bridge shows it to the agent.")
         if accepted:
             self.report(FAIL, f"snapshot: POST /snapshot took bytes that are not this build's: {', '.join(accepted)}",
                         "Check the bytes whole (a checksum, the game's name and build) and answer 400 with the reason; "

@@ -187,6 +187,20 @@ def test_snapshots_kept_in_the_process_and_a_snapshot_without_its_companions(tmp
     assert result.code == 1 and result.has("FAIL", "snapshot: advertised without results"), result
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lie,fragment", [
+    ("snapshot-get-text", "GET /snapshot answers Content-Type \"text/plain\", not application/octet-stream"),
+    ("snapshot-400-silent", "refused cut off, damaged, another game's, a pickle (code in disguise), empty bytes "
+                            "with 400 and no reason"),
+])
+def test_snapshot_bytes_without_their_type_or_a_refusal_without_its_reason_are_warned(
+        lie: str, fragment: str, tmp_path: Path) -> None:
+    with played(HandmadeGame(hz=120, features={"snapshot", "results", "clock"}, lies={lie}).start()) as game:
+        result = check_game(game, "--no-close", "--timeout", "1000", tmp=tmp_path)
+    assert result.code == 0 and not result.levels("FAIL"), result
+    assert result.has("WARN", fragment), result
+
+
 def test_a_description_or_a_screen_text_too_long_is_warned(tmp_path: Path) -> None:
     with HandmadeGame(features=(), description="x" * 5000, ui_text="y" * 5000) as game:
         result = check_game(game, "--no-close", tmp=tmp_path)

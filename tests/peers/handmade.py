@@ -139,6 +139,8 @@ LIES = {
     "snapshot-event-no-id": "snapshot: snapshot:loaded carries no id",
     "snapshot-no-limit": "snapshot: snapshot_save never refuses, however many are kept",
     "snapshot-drop-ignored": "snapshot: snapshot_drop answers ok and forgets nothing",
+    "snapshot-get-text": "snapshot: GET /snapshot's bytes under Content-Type text/plain",
+    "snapshot-400-silent": "snapshot: POST /snapshot refuses bytes with 400 and an empty body",
 }
 
 _ALLOWED_DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
@@ -732,7 +734,7 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
             try:
                 kept: Any = data if "snapshot-post-unchecked" in game.lies else decode_snapshot(data)
             except ValueError as exc:
-                self.send(400, str(exc).encode(), "text/plain")
+                self.send(400, b"" if "snapshot-400-silent" in game.lies else str(exc).encode(), "text/plain")
                 return
             with game.lock:
                 if len(game.snapshots) >= SNAPSHOTS_KEPT:
@@ -751,7 +753,8 @@ def _handler(game: HandmadeGame) -> type[BaseHTTPRequestHandler]:
             elif "snapshot-get-junk" in game.lies:
                 self.send(200, b"HANDMADE-SNAPSHOT 0\nnot this build's", "application/octet-stream")
             else:
-                self.send(200, encode_snapshot(kept) if isinstance(kept, dict) else kept, "application/octet-stream")
+                self.send(200, encode_snapshot(kept) if isinstance(kept, dict) else kept,
+                          "text/plain" if "snapshot-get-text" in game.lies else "application/octet-stream")
 
         def _hold(self, query: Mapping[str, str]) -> str | None:
             """``after``/``waitMs``: hold until done or the time is up. A problem string for 400."""
