@@ -249,7 +249,7 @@ def test_every_lie_named_by_the_reference_game_is_covered() -> None:
     from peers.handmade import LIES
 
     covered = {lie for lie, _f, _m in LYING} | {"start-paused-ignored", "view-leaks", "huge-result",
-                                                "huge-description"}
+                                                "huge-description", "snapshot-get-text", "snapshot-400-silent"}
     assert set(LIES) == covered
     assert FEATURES == contract.FEATURES  # (tests/project/test_extensions.py names what is missing)
 
