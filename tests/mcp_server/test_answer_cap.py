@@ -144,7 +144,8 @@ def test_get_state_reads_a_large_state_in_parts_through_the_mcp_client() -> None
         game.game["entities"] = entities(40_000)
 
         async def body() -> None:
-            async with connect(BridgeServer(bridge_for(game.port))) as client:
+            # a 40,000-entity state: a loaded machine took over the 5 s default to serve it
+            async with connect(BridgeServer(bridge_for(game.port, timeout_ms=30000))) as client:
                 refused = await client.call_tool("call_tool", {"name": "get_state"})
                 assert is_error(refused) and "get_state {path: \"game.entities\", offset: 0, limit: " in text(refused)
                 limit = int(re.search(r'"game\.entities", offset: 0, limit: (\d+)', text(refused)).group(1))
