@@ -61,7 +61,20 @@ def all_events(state: Mapping[str, Any]) -> list[str]:
 
 
 def recent_events(state: Mapping[str, Any], limit: int = MAX_EVENTS) -> list[str]:
-    return all_events(state)[-limit:]
+    """The texts of the newest ``limit`` events, oldest first: read from the newest back,
+    so a game's whole buffer (hundreds of events) is not rendered for every answer."""
+    events = state.get("events")
+    if not isinstance(events, list) or limit <= 0:
+        return [] if limit > 0 else all_events(state)
+    texts: list[str] = []
+    for event in reversed(events):
+        text = event_text(event)
+        if text is not None:
+            texts.append(text)
+            if len(texts) >= limit:
+                break
+    texts.reverse()
+    return texts
 
 
 def summarise(state: Any) -> dict[str, Any]:

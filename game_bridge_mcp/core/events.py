@@ -40,13 +40,31 @@ class NewEvents:
     note: str | None = None
 
 
-def _last_run(numbered: list[Any]) -> list[Any]:
-    """The events after the last place their ``seq`` stops growing (all of them, normally)."""
-    start = 0
-    for index in range(1, len(numbered)):
-        if (seq_of(numbered[index]) or 0) <= (seq_of(numbered[index - 1]) or 0):
-            start = index
-    return numbered[start:]
+def _newest_run(entries: list[Any], cursor: int | None) -> tuple[list[Any], list[int]]:
+    """The newest numbered events of the last run whose ``seq`` grows (a seq that falls
+    starts a new run), oldest first, with their seqs: read from the newest back only as far
+    as an answer needs, to the first event at or before ``cursor`` (kept, so the oldest says
+    nothing was skipped), or :data:`SHOWN` of them when there is no cursor or the game's
+    newest is behind it. Empty when no event carries a seq. A game keeps hundreds; an
+    answer reads the few that are new."""
+    run: list[Any] = []
+    seqs: list[int] = []
+    counting = False
+    for entry in reversed(entries):
+        seq = seq_of(entry)
+        if seq is None:
+            continue
+        if not seqs:
+            counting = cursor is not None and seq >= cursor
+        elif seq >= seqs[-1]:
+            break  # the run starts after this one
+        run.append(entry)
+        seqs.append(seq)
+        if (counting and cursor is not None and seq <= cursor) or (not counting and len(run) >= SHOWN):
+            break
+    run.reverse()
+    seqs.reverse()
+    return run, seqs
 
 
 class EventsCursor:
@@ -65,21 +83,20 @@ class EventsCursor:
         the cursor past them (they count as reported). ``advertised``: the game advertises
         ``events``, so an empty list means nothing has happened yet (the cursor starts at 0)."""
         entries = [e for e in events if isinstance(e, (dict, str, int, float, Mapping))] if isinstance(events, list) else []
-        numbered = [e for e in entries if seq_of(e) is not None]
         with self._lock:
             if not entries and advertised and isinstance(events, list):
                 if self.seq is None:
                     self.seq = 0
                 return NewEvents()
-            if not numbered:
+            run, run_seqs = _newest_run(entries, self.seq)
+            if not run:
                 note = None
                 if entries and not self._unnumbered_noted:
                     self._unnumbered_noted = True
                     note = ("This game's events carry no seq, so these are its recent events; the bridge "
                             "cannot tell which are new.")
                 return NewEvents(entries[-SHOWN:], numbered=False, note=note)
-            run = _last_run(numbered)  # a seq that fell inside the list starts a new run
-            newest, oldest = seq_of(run[-1]) or 0, seq_of(run[0]) or 0
+            newest, oldest = run_seqs[-1], run_seqs[0]
             cursor, note = self.seq, None
             if cursor is None:
                 if self._after_restart:
@@ -92,7 +109,7 @@ class EventsCursor:
                 return NewEvents(run[-SHOWN:], note=(
                     f"Event seq went back from {cursor} to {newest}: the game restarted or reset its events; "
                     "the bridge counts them again from there."))
-            new = [e for e in run if (seq_of(e) or 0) > cursor]
+            new = [e for e, seq in zip(run, run_seqs) if seq > cursor]
             total = len(new) if oldest <= cursor + 1 else newest - cursor  # seq grows by one
             shown = new[-SHOWN:]
             self.seq = newest

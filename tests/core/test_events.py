@@ -220,3 +220,35 @@ def test_the_cursor_is_the_instances_and_a_new_generation_starts_a_new_one() -> 
         assert "restarted" in (restarted.take([{"seq": 1, "m": "a"}]).note or "")
         shown.new_session()  # a replay's next recording session: nothing said of a restart
         assert shown.events(client.generation).take([{"seq": 1, "m": "a"}]).note is None
+
+
+class Counted(dict):  # type: ignore[type-arg]
+    """An event that counts how often its seq is read."""
+
+    reads = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == "seq":
+            Counted.reads += 1
+        return super().get(key, default)
+
+
+def test_an_answer_reads_only_the_new_end_of_a_long_buffer() -> None:
+    """A game keeps hundreds of events; an answer reads from the newest back to the cursor
+    (or SHOWN of them), not the whole buffer each time, and says the same as a whole read."""
+    from game_bridge_mcp.core.digest import recent_events
+
+    buffer = [Counted(seq=i, m=f"merge:{i}") for i in range(1, 501)]
+    cursor = EventsCursor()
+    Counted.reads = 0
+    first = cursor.take(buffer)
+    assert [e["seq"] for e in first.events] == list(range(491, 501)) and Counted.reads <= SHOWN + 1
+    Counted.reads = 0
+    buffer += [Counted(seq=501, m="x"), Counted(seq=502, m="y")]
+    second = cursor.take(buffer)
+    assert [e["seq"] for e in second.events] == [501, 502] and second.left_out == 0
+    assert Counted.reads <= 3  # the two new ones and the one at the cursor
+    more = buffer + [Counted(seq=i, m="z") for i in range(503, 540)]
+    third = cursor.take(more)
+    assert len(third.events) == SHOWN and third.left_out == 37 - SHOWN and third.since == 502
+    assert recent_events({"events": [f"e{i}" for i in range(300)]}, 3) == ["e297", "e298", "e299"]
