@@ -356,9 +356,8 @@ def count_collections(decode: Any, body: bytes) -> int:
     return len(started)
 
 
-#: Run in a process of its own: in the suite's process another test's thread still decoding
-#: (a bridge's keep-alive reader, say) pauses the collector meanwhile, and the plain decode
-#: then sees no collection at all (found under load with -n 2).
+#: Run in a process of its own, so no other test's thread (a bridge's keep-alive reader
+#: decoding, say) pauses the collector while the plain decode is counted.
 ISOLATED = """
 import gc, json, sys
 sys.path.insert(0, sys.argv[1])
@@ -380,7 +379,12 @@ def test_a_large_document_is_decoded_with_the_collector_paused_and_restored() ->
                           timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     counts = json.loads(done.stdout)
-    assert counts["plain"] > 10, counts  # hundreds of thousands of containers: many collections...
+    if sys.version_info >= (3, 12):
+        # From 3.12 the collector runs only between bytecodes, so one C call (json.loads)
+        # triggers at most one collection, paused or not (3.12.1 and 3.13.0: 1, measured)
+        assert counts["plain"] <= 1, counts
+    else:
+        assert counts["plain"] > 10, counts  # hundreds of thousands of containers: many collections...
     assert counts["paused"] <= 1, counts  # ...and at most the one the first allocation after it triggers
     assert counts["enabled"] is True
 
