@@ -122,7 +122,14 @@ def test_an_agent_plays_breakout_and_pong_paused_by_name_and_by_key(tmp_path: Pa
             lost = await agent.call("advance", {"until": {"event": "life:lost"}, "maxFrames": 2000})
             assert lost["matched"] is True and (await agent.call("get_state"))["game"]["lives"] == 4
             assert "JUMP" in await agent.refused("act", {"action": "JUMP"})  # the enum, checked before sending
-            ended = await agent.call("act", {"action": "FIRE", "frames": 3000})
+            for _ in range(12):  # to the episode's end, 500 steps a call, each answer checked
+                played = await agent.client.call_tool("call_tool", {"port": agent.port, "name": "act",
+                                                                    "arguments": {"action": "FIRE", "frames": 500}})
+                assert not is_error(played), text(played)
+                ended = data(played)
+                assert "result" in ended, ended
+                if ended["result"]["terminated"]:
+                    break
             assert ended["result"]["terminated"] is True and ended["result"]["lives"] == 0
             refusal = await agent.refused("act", {"action": "NOOP"})
             assert "terminated at step" in refusal and "reset" in refusal
