@@ -80,6 +80,28 @@ def test_a_journal_records_what_the_game_accepted_and_ends_saying_why() -> None:
     assert json.loads(json.dumps([e.to_json() for e in mark]))[0] == [0, "key", {"key": "left"}]
 
 
+def test_a_continued_journal_counts_what_it_continues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restored instance's journal continues the state's record without measuring it again,
+    and still ends where a journal of the same entries would: at the same argument bytes."""
+    from game_bridge_mcp.core.states import journal as module
+
+    first = Journal(3)
+    for x in range(5):
+        first.record("drop", {"x": x}, x, x)
+    mark = first.entries()
+    first.record("drop", {"x": 99}, 9, 9)  # after the mark: not continued
+    monkeypatch.setattr(module, "MAX_ARG_BYTES", sum(len(json.dumps(e.args)) for e in mark) + 20)
+    ends = []
+    for entries in (mark, list(mark)):  # continued from the record, and from a state file's list
+        journal = Journal(4, entries)
+        journal.record("key", {"key": "a"}, 5, 1)  # 14 bytes: within the limit
+        assert journal.ended is None
+        journal.record("key", {"key": "b"}, 5, 2)  # 28: past it
+        ends.append((journal.ended is not None, [e.to_json() for e in journal.entries()]))
+    assert ends[0] == ends[1] and ends[0][0] and len(ends[0][1]) == 6
+    assert list(mark) == mark.copy() and len(list(first.entries())) == 6
+
+
 def test_a_step_is_replayed_whole_unless_a_pause_cut_it_short() -> None:
     from game_bridge_mcp.core.states.reexec import ran
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from itertools import islice
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,8 +73,12 @@ class Journal:
                  env: Mapping[str, str] | None = None) -> None:
         #: The GameClient generation it records (a restart ends it).
         self.generation = generation
-        self._entries: list[Sent] = list(entries)
-        self._arg_bytes = sum(_size(e.args) for e in self._entries)
+        if isinstance(entries, Prefix):  # another journal's record: its size is known
+            self._entries: list[Sent] = entries.copy()
+            self._arg_bytes = entries.arg_bytes
+        else:
+            self._entries = list(entries)
+            self._arg_bytes = sum(_size(e.args) for e in self._entries)
         self._lock = threading.Lock()
         #: Why it can no longer bring a new instance here (None: it can).
         self.ended: str | None = None
@@ -116,15 +121,25 @@ class Journal:
         """What was recorded so far, as it stays: later commands do not change it (the
         record is only ever appended to, so a state shares it rather than copying it)."""
         with self._lock:
-            return Prefix(self._entries, len(self._entries))
+            return Prefix(self._entries, len(self._entries), self._arg_bytes)
 
 
 class Prefix(Sequence[Sent]):
-    """The first ``length`` entries of an append-only list, without a copy."""
+    """The first ``length`` entries of an append-only list, without a copy, and the size
+    of their arguments (a journal that continues them does not measure them again: a
+    restore would, every entry, every time)."""
 
-    def __init__(self, entries: list[Sent], length: int) -> None:
+    def __init__(self, entries: list[Sent], length: int, arg_bytes: int) -> None:
         self._entries = entries
         self._length = length
+        #: The JSON size of their arguments, as :class:`Journal` counts it.
+        self.arg_bytes = arg_bytes
+
+    def copy(self) -> list[Sent]:
+        return self._entries[:self._length]
+
+    def __iter__(self) -> Iterator[Sent]:
+        return islice(self._entries, self._length)
 
     def __len__(self) -> int:
         return self._length
