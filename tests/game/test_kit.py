@@ -278,6 +278,33 @@ def test_state_is_strict_json_with_raw_fragments() -> None:
         encode_state({"x": object()})
 
 
+def test_command_results_encoded_once_each_are_the_bytes_encoded_afresh() -> None:
+    """/state's commandResults come from each entry's JSON kept from the first encoding; the
+    bytes are those of encoding the entries afresh, through the ring's wrap, failures,
+    results of every shape, and entries published out of order."""
+    from game_bridge_mcp.game.kit.outcomes import Outcomes, failure, success
+
+    outcomes = Outcomes(keep=16)
+
+    def same() -> None:
+        fresh = encode_state({"commandResults": outcomes.recent()})
+        assert encode_state({"commandResults": outcomes.recent_encoded()}) == fresh
+
+    same()
+    values: list[Any] = [None, {"simFrame": 3, "frames": 1}, [1, 2.5, "x"], "text", {"nan": float("nan")}]
+    for command_id in range(1, 60):
+        if command_id % 7 == 0:  # published once the next one finishes, both together
+            held = command_id
+            continue
+        entry = failure(command_id, "no") if command_id % 5 == 0 else success(command_id, values[command_id % 5])
+        outcomes.finish(entry)
+        if command_id % 7 == 1 and command_id > 1:
+            outcomes.finish(success(held, {"late": held}))
+        same()
+        assert outcomes.recent_encoded() is outcomes.recent_encoded()  # kept until the next completion
+    assert len(outcomes.recent()) == 16 and outcomes.completed == 59
+
+
 def test_a_broken_state_function_answers_500_and_the_game_keeps_serving() -> None:
     world = World()
     bridge = make_bridge(world)

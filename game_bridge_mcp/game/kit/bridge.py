@@ -508,6 +508,9 @@ class GameBridge:
     def snapshot(self, view: str = "full") -> dict[str, Any]:
         """The ``/state`` document, whole or ``"digest"`` (call with :attr:`lock` held if
         the game is running)."""
+        return self._document(view, self._outcomes.recent())
+
+    def _document(self, view: str, results: Any) -> dict[str, Any]:
         digest = view == "digest"
         source = self.digest_fn if digest and self.digest_fn is not None else self.state_fn
         base = source() if source is not None else {}
@@ -518,13 +521,13 @@ class GameBridge:
         return state_document(base, digest=digest, frame=self._frame,
                               sim_frame=self.sim_frame, completed=self._outcomes.completed,
                               paused=self._clock.paused if self._clock.enabled else None,
-                              events=self._events.tail(), results=self._outcomes.recent(),
+                              events=self._events.tail(), results=results,
                               kit_keys=self._kit_keys)
 
     def encoded_state(self, view: str = "full") -> bytes:
         """:meth:`snapshot` as strict JSON, built and encoded under :attr:`lock`."""
-        with self.lock:
-            return encode_state(self.snapshot(view))
+        with self.lock:  # (commandResults encoded once an entry: the same bytes)
+            return encode_state(self._document(view, self._outcomes.recent_encoded()))
 
     def manifest(self) -> dict[str, Any]:
         """The ``/tools`` document (protocol 1) built from the registered commands."""

@@ -142,7 +142,7 @@ def misplaced_screen(base: Any) -> bool:
 
 
 def state_document(base: Any, *, digest: bool, frame: int, sim_frame: int | None, completed: int,
-                   paused: bool | None, events: list[Any], results: list[Any],
+                   paused: bool | None, events: list[Any], results: list[Any] | RawJson,
                    kit_keys: frozenset[str]) -> dict[str, Any]:
     """The ``/state`` document (the digest view when ``digest``): the game's ``base``
     with the kit's fields; ``sim_frame`` None falls back to the game's own ``simFrame``,
