@@ -6,11 +6,12 @@ environment of no known family is served from its spaces alone (:class:`Family`)
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ._ale import Sticky
 
 #: Gymnasium's own games' actions, as their documentation names them (by class name).
 GYMNASIUM_NAMES: dict[str, list[str]] = {
@@ -35,19 +36,16 @@ MINIGRID_KEYS: dict[str, str] = {
     "tab": "pickup", "page down": "drop", "left shift": "drop", "return": "done",
 }
 _ANSI = re.compile(r"\x1b\[([0-9;]*)m")
-#: With sticky actions, ALE's state is marked every this many steps, and a snapshot replays
-#: at least MIN_WINDOW of them (all of their frames keeping the previous action: 0.25 ** 16).
-MARK_EVERY = 4
-MIN_WINDOW = 4
 MAX_ALE_STATE = 1024 * 1024
-#: Most actions a snapshot's replay window may hold (three marks MARK_EVERY apart, and a little).
-MAX_WINDOW = 4 * MARK_EVERY
 
 
 class Family:
     """Any Gymnasium environment: what its spaces and render modes give."""
 
     label = "Gymnasium"
+    #: Whether the family saves the environment's own state (``native_save`` and
+    #: ``native_load``); otherwise a snapshot re-executes the episode.
+    native = False
 
     def __init__(self, env: Any) -> None:
         self.env = env
@@ -216,112 +214,68 @@ class Ale(Family):
 
     # ------------------------------------------------------------------ the native state
     def _init_native(self) -> None:
-        ale = self.unwrapped.ale
-        #: Whether a step's outcome depends on more than ALE's cloned state: sticky actions
-        #: (the action repeated is the one ALE last applied, which it does not clone) or a
-        #: frame skip drawn from the environment's own generator.
-        self.sticky = float(ale.getFloat("repeat_action_probability")) > 0 \
-            or not isinstance(getattr(self.unwrapped, "_frameskip", 1), int)
-        #: Marks (step, ALE state, generator state) every MARK_EVERY steps, and the actions since the oldest.
-        self.marks: collections.deque[tuple[int, Any, Any]] = collections.deque(maxlen=3)
-        self.actions: list[int] = []
+        u = self.unwrapped
+        #: Sticky actions: ALE repeats the action it last took, which its clone leaves out,
+        #: so a :class:`Sticky` follows it (but not through a continuous action's strength,
+        #: which is sticky too: such an environment is re-executed).
+        self.sticky: Sticky | None = None
+        self.native = True
+        if float(u.ale.getFloat("repeat_action_probability")) > 0:
+            if getattr(u, "continuous", False):
+                self.native = False
+            else:
+                self.sticky = Sticky(u)
 
     def _rng(self) -> Any:
         return self.unwrapped.np_random.bit_generator.state
 
-    def _mark(self, step: int) -> None:
-        if len(self.marks) == self.marks.maxlen:
-            dropped = self.marks[1][0] - self.marks[0][0]
-            del self.actions[:dropped]
-        self.marks.append((step, self.unwrapped.ale.cloneState(include_rng=True), self._rng()))
-
     def stepped(self, step: int, action: Any) -> None:
-        if self.sticky:
-            self.actions.append(int(action))
-            if not self.marks or step - self.marks[-1][0] >= MARK_EVERY:  # (a load leaves one mark, further back)
-                self._mark(step)
+        if self.sticky is not None:
+            self.sticky.stepped(int(action))
 
     def was_reset(self) -> None:
-        if self.sticky:
-            self.marks.clear()
-            self.actions.clear()
-            self._mark(0)  # ALE's reset made its last action NOOP: from here a replay is exact
+        if self.sticky is not None:
+            self.sticky.sync()  # ALE's reset put NOOP in place
 
     def native_save(self, step: int) -> dict[str, bytes]:
         """ALE's whole machine with its random generator, the environment's own generator
-        and, with sticky actions, the marks and the actions since the oldest: a load replays
-        from a mark at least MIN_WINDOW steps back, which leaves ALE's last applied action as
-        it was here, and keeps the marks, so the loaded timeline goes on as this one would."""
-        ale = self.unwrapped.ale
-        window: dict[str, Any] = {"rng": self._rng(), "marks": [], "actions": []}
-        sections = {"ale": bytes(ale.cloneState(include_rng=True).serialize())}
-        if self.sticky and self.marks:
-            first = self.marks[0][0]
-            window["actions"] = self.actions[:step - first]
-            states = []
-            for mark_step, state, rng in self.marks:
-                data = bytes(state.serialize())
-                window["marks"].append([mark_step, len(data), rng])
-                states.append(data)
-            sections["aleMarks"] = b"".join(states)
-        sections["aleWindow"] = json.dumps(window, separators=(",", ":")).encode()
-        return sections
+        and, with sticky actions, the action ALE applied last (which its clone leaves out)."""
+        data = bytes(self.unwrapped.ale.cloneState(include_rng=True).serialize())
+        window: dict[str, Any] = {"rng": self._rng()}
+        if self.sticky is not None:
+            window["last"] = self.sticky.last_action(data)
+        return {"ale": data, "aleWindow": json.dumps(window, separators=(",", ":")).encode()}
 
     def native_load(self, sections: Mapping[str, bytes]) -> None:
         import ale_py
 
         from ...jsonio import decode_json
 
-        def state(data: bytes | None, name: str) -> Any:
-            if data is None or len(data) > MAX_ALE_STATE:
-                raise ValueError(f"the snapshot holds no {name} state of a sane size")
-            try:
-                return ale_py.ALEState(data)
-            except Exception as exc:  # noqa: BLE001 - bytes ALE cannot read
-                raise ValueError(f"ALE cannot read the snapshot's {name} state: {exc}") from None
-
-        target = state(sections.get("ale"), "ALE")
+        data = sections.get("ale")
+        if data is None or len(data) > MAX_ALE_STATE:
+            raise ValueError("the snapshot holds no ALE state of a sane size")
+        try:
+            target = ale_py.ALEState(data)
+        except Exception as exc:  # noqa: BLE001 - bytes ALE cannot read
+            raise ValueError(f"ALE cannot read the snapshot's state: {exc}") from None
         try:
             window = decode_json(sections.get("aleWindow", b"{}"), strict=True)
         except ValueError as exc:
             raise ValueError(f"the snapshot's ALE window {exc}") from None
         if not isinstance(window, dict):
             raise ValueError("the snapshot's ALE window is damaged")
-        actions, entries = window.get("actions", []), window.get("marks", [])
-        count = int(self.env.action_space.n)
-        if not isinstance(actions, list) or len(actions) > MAX_WINDOW or \
-                not all(isinstance(a, int) and 0 <= a < count for a in actions) or \
-                not isinstance(entries, list) or len(entries) > 3:
-            raise ValueError("the snapshot's ALE window is damaged")
-        marks, blob, position = [], sections.get("aleMarks", b""), 0
-        for entry in entries:
-            if not (isinstance(entry, list) and len(entry) == 3 and all(isinstance(v, int) for v in entry[:2])):
-                raise ValueError("the snapshot's ALE marks are damaged")
-            marks.append((entry[0], state(blob[position:position + entry[1]], "mark"), entry[2]))
-            position += entry[1]
-        if position != len(blob) or any(b[0] <= a[0] for a, b in zip(marks, marks[1:])):
-            raise ValueError("the snapshot's ALE marks are damaged")
-        step = marks[0][0] + len(actions) if marks else 0
         generator = self.unwrapped.np_random.bit_generator
-        if marks:
-            usable = [m for m in marks if m[0] <= step - MIN_WINDOW] or [marks[0]]
-            origin = usable[-1]
-            if origin[0] == 0 and step < MIN_WINDOW:
-                # A short replay from the episode's start: ALE's last applied action must be NOOP,
-                # as a reset leaves it (a reset emulates its frames: tens of milliseconds).
-                self.unwrapped.ale.reset_game()
-            self.unwrapped.ale.restoreState(origin[1])
-            generator.state = origin[2]
-            for action in actions[origin[0] - marks[0][0]:]:
-                self.unwrapped.step(action)
-        self.unwrapped.ale.restoreState(target)
+        try:
+            type(generator)().state = window.get("rng")  # checked on a spare before the real one changes
+        except Exception:  # noqa: BLE001 - numpy refuses a state of another shape as it sees fit
+            raise ValueError("the snapshot's environment generator is damaged or of another kind") from None
+        if self.sticky is not None:
+            last = window.get("last")
+            tries = self.sticky.check(data, last)  # type: ignore[arg-type]
+            self.sticky.restore(target, data, last, tries)  # type: ignore[arg-type]
+        else:
+            self.unwrapped.ale.restoreState(target)
         generator.state = window["rng"]
-        if self.sticky:
-            self.marks.clear()
-            self.marks.extend(marks)
-            self.actions = list(actions)
-            if marks and step - marks[-1][0] >= MARK_EVERY:
-                self._mark(step)
 
     def description(self) -> str:
         return (" Keys: arrows and space (fire), held together for the diagonal and firing actions "

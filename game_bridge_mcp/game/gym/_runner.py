@@ -74,7 +74,7 @@ def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts
         say(str(exc))
         return 2
     engine = Engine(env, family, bridge, env_id=env_id, seed_base=seed_base, autoreset=opts.autoreset,
-                    journal=not callable(getattr(family, "native_save", None)))
+                    journal=not family.native)
     late.engine = engine
     engine.size = opts.size
     try:

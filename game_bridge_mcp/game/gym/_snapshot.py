@@ -23,7 +23,7 @@ from ._families import family_of
 
 MAGIC = b"game-bridge-gym-snapshot 1\n"
 FORMAT = "game-bridge-gym"
-VERSION = 1
+VERSION = 2  # 2: an ALE snapshot carries the action its sticky actions repeat, no replay window
 #: Most actions an episode's replay may hold (its snapshot says so past it).
 MAX_JOURNAL = 1_000_000
 #: Most bytes of a header or of one section.
@@ -60,10 +60,13 @@ class Snapshots:
                                   "book": engine.book_data(), "keysDown": list(engine.held_keys),
                                   "hold": _hold_data(engine.hold), "typed": [_spaces.to_json(a) for a, _h in engine.typed],
                                   "wrappers": _wrapper_scalars(engine.env)}
-        native: Any = getattr(engine.family, "native_save", None)
-        if engine.journal is None and callable(native):
+        family: Any = engine.family
+        if engine.journal is None and family.native:
             header["how"] = "native"
-            sections.update(cast("dict[str, bytes]", native(book.step)))  # the family's save: named sections
+            try:
+                sections.update(cast("dict[str, bytes]", family.native_save(book.step)))  # named sections
+            except ValueError as exc:
+                raise SnapshotError(str(exc)) from None
             screen = engine.picture()
             if screen is not None:
                 height, width = int(screen.shape[0]), int(screen.shape[1])
@@ -96,11 +99,14 @@ class Snapshots:
             raise SnapshotError(f"the snapshot's held input does not fit this environment: {exc}") from None
         wrappers = _list(header, "wrappers", 64)
         if header.get("how") == "native":
-            native_load = getattr(engine.family, "native_load", None)
-            if not callable(native_load) or engine.journal is not None:
+            family: Any = engine.family
+            if not family.native or engine.journal is not None:
                 raise SnapshotError("the snapshot holds a native state, which this environment does not load")
             screen = _screen(header, sections)
-            native_load(sections)  # checked by the family before it changes anything
+            try:
+                family.native_load(sections)  # checked by the family before it changes anything
+            except ValueError as exc:
+                raise SnapshotError(str(exc)) from None
             engine.screen = screen
         elif header.get("how") == "replay":
             if engine.journal is None:
