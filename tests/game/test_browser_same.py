@@ -103,6 +103,8 @@ def test_the_seed_and_the_date_are_the_launchs(guard: ProcessGuard) -> None:
                  env={"GAME_BRIDGE_SEED": "7", "GAME_BRIDGE_DATE": "2001-01-01"}) as game:
         state = game.doc("/state")
         assert state["browser"]["seed"] == 7 and state["browser"]["startDate"] == "2024-10-31T18:30:00.000Z"
+        # the seed is in the version: a state or trace of another seed is another build to the bridge
+        assert game.doc("/tools")["game"]["version"].endswith(", seed 7")
         seven = state["game"]
         assert seven["started"]["date"] == "2024-10-31T18:30:00.000Z"
     with wrapped(guard, "--size", "320x240", str(SAME)) as game:

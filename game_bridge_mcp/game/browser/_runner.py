@@ -124,7 +124,7 @@ def _serve(playwright: Any, grouped: Any, opts: Options, target: Target, url: st
     page_time.install()
     late = Late()
     bridge = assemble(
-        target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}",
+        target.name, f"Chromium {browser.version} via game-bridge-mcp {__version__}, seed {seed}",
         state=late.state, on_close=lambda: late.engine.close(), paused=opts.paused,
         description=(f"{target.name}: an unmodified web page, run by game-bridge-mcp's browser wrapper in "
                      "headless Chromium, which knows nothing of its rules. Look at it with screenshots and "
