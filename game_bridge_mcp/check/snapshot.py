@@ -159,6 +159,7 @@ class SnapshotChecks(CheckSession):
                           f"same {FUTURE_FRAMES} frames after it")
         self._bytes(snapshot_id, state, made)
         self._unknown_id()
+        self._clock_kept(snapshot_id)
         self._limit(made)
 
     def _bytes(self, snapshot_id: str, saved: dict[str, Any], made: list[str]) -> None:
@@ -269,6 +270,27 @@ class SnapshotChecks(CheckSession):
             self.report(PASS, f"snapshot: a POST over snapshotMaxBytes ({cap:,}) is refused with 413 unread")
         else:
             self.report(FAIL, f"snapshot: a POST over snapshotMaxBytes ({cap:,}) answered {status}, not 413")
+
+    def _clock_kept(self, snapshot_id: str) -> None:
+        """Whether the clock runs is not part of a snapshot: loaded while it runs (the
+        snapshot was saved paused), the game runs on."""
+        command_id, problem = self.send("resume")
+        try:
+            if command_id is not None:
+                _resumed, problem = self.completed(command_id)
+            state, entry, problem = self._snap_run(SNAPSHOT_LOAD, {"id": snapshot_id}) if not problem \
+                else (None, {}, f"resume: {problem}")
+        finally:
+            self.send("pause")
+        if state is None or entry.get("ok") is not True:
+            self.report(FAIL, f"snapshot: snapshot_load while the clock runs: {problem or show_value(entry)}")
+        elif state.get("paused") is not False:
+            self.report(FAIL, f"snapshot: a load while the clock ran left /state.paused "
+                              f"{show_value(state.get('paused'))} (the snapshot was saved paused)",
+                        "Whether the clock runs is not part of a snapshot: a load leaves it paused or running as "
+                        "it was.")
+        else:
+            self.report(PASS, "snapshot: a load leaves the clock as it was (running here, saved paused)")
 
     def _unknown_id(self) -> None:
         _state, entry, problem = self._snap_run(SNAPSHOT_LOAD, {"id": "no-such-snapshot-from-check"})

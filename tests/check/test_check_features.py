@@ -93,7 +93,8 @@ def test_every_feature_of_the_reference_game_passes(tmp_path: Path) -> None:
                      "exactly 5", "clock: resume restarts simFrame", "conventions: game.description and ui.text",
                      "snapshot: a load gives back the saved /state", "and POST /snapshot takes them back",
                      "refuses cut off, damaged, another game's, a pickle (code in disguise), empty bytes with 400",
-                     "over snapshotMaxBytes (67,108,864) is refused with 413", "snapshot: full at 16 kept"):
+                     "over snapshotMaxBytes (67,108,864) is refused with 413", "snapshot: a load leaves the clock as it was",
+                     "snapshot: full at 16 kept"):
         assert result.has("PASS", fragment), (fragment, result)
     assert result.has("SKIP", "GAME_BRIDGE_START_PAUSED: checked only with --launch"), result
 
@@ -162,6 +163,7 @@ LYING = [
     ("snapshot-event-no-id", {"snapshot", "results", "clock"}, "event after loading 'h1' carries id"),
     ("snapshot-no-limit", {"snapshot", "results", "clock"}, "kept more than 16 snapshots it was not told to drop"),
     ("snapshot-drop-ignored", {"snapshot", "results", "clock"}, "a snapshot_drop did not make room"),
+    ("snapshot-load-pauses", {"snapshot", "results", "clock"}, "a load while the clock ran left /state.paused true"),
 ]
 
 

@@ -98,7 +98,8 @@ def test_breakout_paused_is_played_by_name_and_by_key_and_seen(tmp_path: Path) -
             state = game.doc("/state")["game"]
             assert (state["episode"], state["step"], state["seed"]) in ((2, 22, 7), (3, 22, 7))
         assert pictures[0] == pictures[1]
-        assert "screenshot: GET /screenshot" in check(game)
+        checked = check(game)
+        assert "screenshot: GET /screenshot" in checked and "snapshot: a load leaves the clock as it was" in checked
 
 
 def comparable(state: dict[str, Any]) -> dict[str, Any]:

@@ -141,6 +141,7 @@ LIES = {
     "snapshot-drop-ignored": "snapshot: snapshot_drop answers ok and forgets nothing",
     "snapshot-get-text": "snapshot: GET /snapshot's bytes under Content-Type text/plain",
     "snapshot-400-silent": "snapshot: POST /snapshot refuses bytes with 400 and an empty body",
+    "snapshot-load-pauses": "snapshot: a load stops the clock (its snapshot was saved paused)",
 }
 
 _ALLOWED_DIGEST_KEYS = ("frame", "simFrame", "completedCommandId", "paused", "ui", "events", "commandResults")
@@ -526,6 +527,8 @@ class HandmadeGame:
             self.x, self.spawned, self.last_input = world["x"], world["spawned"], world["lastInput"]
             if "snapshot-load-partial" not in self.lies:
                 self.sim_frame = world["simFrame"]
+            if "snapshot-load-pauses" in self.lies:
+                self.paused = True
             if "snapshot-event-no-id" in self.lies:
                 self._event("snapshot:loaded")
             else:
