@@ -77,8 +77,9 @@ def recent_events(state: Mapping[str, Any], limit: int = MAX_EVENTS) -> list[str
     return texts
 
 
-def summarise(state: Any) -> dict[str, Any]:
-    """The compact digest of a ``/state`` snapshot: scalars only, bounded in size."""
+def summarise(state: Any, *, events: bool = True) -> dict[str, Any]:
+    """The compact digest of a ``/state`` snapshot: scalars only, bounded in size.
+    ``events=False`` leaves out its recent events (an answer says the new ones instead)."""
     if not isinstance(state, (dict, Mapping)):
         return {}
     out: dict[str, Any] = {}
@@ -114,7 +115,8 @@ def summarise(state: Any) -> dict[str, Any]:
                 if len(scalars) >= MAX_FIELDS:
                     break
         out["game"] = scalars
-    out["events"] = recent_events(state)
+    if events:
+        out["events"] = recent_events(state)
     return out
 
 

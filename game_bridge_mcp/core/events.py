@@ -197,7 +197,7 @@ def answer_digest(shown: Shown, client: GameClient, state: Mapping[str, Any]) ->
     """The whole digest of ``state`` for an answer about ``client``'s port: :func:`summarise`
     with the events no answer has shown yet (the cursor moves past them: call it once
     per answer)."""
-    digest = summarise(state)
+    digest = summarise(state, events=False)  # its recent events are not the new ones
     digest["events"] = []  # none new is said too: the field is always there
     digest.update(answer_events(shown, client, state))
     return digest

@@ -20,7 +20,7 @@ from .. import clock
 from . import file as statefile
 from ..events import answer_digest
 from ..host import Host
-from .journal import Journal, Sent, repeatable_env
+from .journal import Sent, repeatable_env
 from .reexec import compare, replay, screenshot_sha
 from .saving import (bytes_of, drop_in_game, game_command, live_journal, same_build, save, start_journal,
                      why_no_journal)
@@ -98,8 +98,7 @@ def _continue_journal(host: Host, port: int, state: SavedState) -> None:
     if state.journal is None:
         inst.journal.end(f"the game was restored to state {state.name}, which has no journal")
         return
-    start_journal(host, port, Journal(inst.client.generation, state.journal, free_since=state.free_since),
-                  env=state.launch_env)
+    start_journal(host, port, state.journal, free_since=state.free_since, env=state.launch_env)
 
 
 # ---------------------------------------------------------------------- by re-execution
@@ -130,7 +129,7 @@ def _stop(host: Host, port: int) -> None:
 def _reexecute(host: Host, port: int, entries: Sequence[Sent], sim_frame: int | None, free_since: int | None,
                env: Mapping[str, str]) -> dict[str, Any]:
     """Replay ``entries`` into the fresh paused instance on ``port``; the state then."""
-    start_journal(host, port, Journal(host.client(port).generation, (), free_since=free_since), env=env)
+    start_journal(host, port, free_since=free_since, env=env)
     return host.guarded(port, lambda: replay(host.client(port), entries, sim_frame, timeout_ms=host.config.timeout_ms))
 
 
@@ -228,8 +227,7 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
             with inst.command_lock:
                 after = load(host, new_port, saved, timeout_ms=host.config.timeout_ms)
             if after is not None:
-                start_journal(host, new_port, Journal(inst.client.generation, saved.journal or ()),
-                              env=saved.launch_env)
+                start_journal(host, new_port, saved.journal or (), env=saved.launch_env)
                 if saved.journal is None:
                     inst.journal.end(f"forked from state {saved.name}, which has no journal")  # type: ignore[union-attr]
         if after is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...contract import CLOCK, ENV_DATE, ENV_SEED, SCREENSHOT_FEATURE, SNAPSHOT_DROP, SNAPSHOT_FEATURE, SNAPSHOT_ID, SNAPSHOT_SAVE
@@ -20,7 +20,7 @@ from ...jsonio import as_int
 from ...wire import snapshots as wire
 from ...wire.client import GameClient
 from ..host import BridgeInstance, Host
-from .journal import Journal
+from .journal import Journal, Sent
 from ..outcome import command_outcome
 from .reexec import screenshot_sha
 from .store import SavedState, Seen, clean_label
@@ -101,15 +101,14 @@ def fixed_launch_env(host: Host) -> dict[str, str]:
     return fixed
 
 
-def start_journal(host: Host, port: int, journal: Journal | None = None, *,
+def start_journal(host: Host, port: int, entries: Sequence[Sent] = (), *, free_since: int | None = None,
                   env: Mapping[str, str] | None = None) -> Journal:
-    """Record what is sent to the launched paused instance on ``port`` from now on
-    (continuing ``journal``'s entries when given: a restored or forked instance); ``env``:
-    what its launch fixed that a re-execution repeats."""
+    """Record what is sent to the launched paused instance on ``port`` from now on,
+    continuing ``entries`` (a restored or forked instance: its state's journal, and when
+    its game ran on its own clock, ``free_since``); ``env``: what its launch fixed that a
+    re-execution repeats."""
     inst = host.instance(port)
-    fresh = Journal(inst.client.generation, journal.entries() if journal is not None else (),
-                    free_since=journal.free_since if journal is not None else None,
-                    env=env if env is not None else (journal.env if journal is not None else None))
+    fresh = Journal(inst.client.generation, entries, free_since=free_since, env=env)
     inst.journal, inst.journal_key = fresh, launch_key(host, port)
     inst.client.on_sent = fresh.record
     return fresh
