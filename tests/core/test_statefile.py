@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,28 @@ def test_a_step_is_replayed_whole_unless_a_pause_cut_it_short() -> None:
     assert ran(whole, 0, 10, 2, 60) == 10  # a pause once the step was seen done
     assert ran([Sent("step", {"frames": 10}, 2), Sent("key", {}, 2)], 0, 10, 2, 60) == 10
     assert ran([Sent("step", {"frames": 10}, 2)], 0, 10, 2, None) == 10
+
+
+def test_exact_means_the_same_json_to_the_letter() -> None:
+    """A restore is exact when the state it shows is the saved one's canonical JSON: the
+    quick check of the same document agrees with the SHA-256 (keys in another order are the
+    same state; 1, 1.0 and true, or 0.0 and -0.0, are not)."""
+    from game_bridge_mcp.core.states.reexec import compare, identical
+    from game_bridge_mcp.core.states.store import comparable
+
+    state = {"frame": 9, "game": {"x": 1, "y": 2.5, "on": True, "z": 0.0, "name": "é", "l": [1, {"a": None}]},
+             "events": [{"seq": 1}]}
+    saved = Seen.of(state)
+    assert compare(saved, json.loads(json.dumps(state)), None) == (True, [])
+    assert compare(saved, {**state, "frame": 12, "events": []}, None) == (True, [])  # not compared
+    reordered = {"game": dict(reversed(list(state["game"].items()))), "frame": 9}
+    assert not identical(reordered, saved.state) and compare(saved, reordered, None) == (True, [])
+    for key, other in (("x", 1.0), ("x", True), ("on", 1), ("z", -0.0), ("y", 2.5000001)):
+        changed = {**state, "game": {**state["game"], key: other}}
+        assert not identical(comparable(changed), saved.state), key
+        assert compare(saved, changed, None)[0] is False, key  # (0.0 == -0.0: its SHA-256 says so)
+    assert compare(saved, state, "ab12") == (True, [])  # no screenshot was kept
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    assert not identical(deep, deep)  # marshal refuses: the SHA-256 decides
