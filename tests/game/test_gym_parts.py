@@ -192,3 +192,53 @@ def test_init_writes_a_declaration_that_names_no_path_of_this_machine(tmp_path: 
         assert main(["--init", "--force", "not an id"]) == 2
     finally:
         os.chdir(cwd)
+
+
+@pytest.mark.parametrize("env_id", ["ALE/Breakout-v5", "FrozenLake-v1", "CartPole-v1", "Blackjack-v1",
+                                    "GBTest/Corridor-v0"])
+def test_the_digest_is_the_one_the_whole_state_gives_without_summarising_what_it_drops(env_id: str) -> None:
+    """``/state?view=digest`` comes from ``digest_state``, which leaves out an observation
+    that is no scalar and the info (the kit keeps only the scalars of ``game``): the digest's
+    bytes are those the whole state gives, taken before the whole state after a step (the
+    book holds half its summary then) and after it, and the whole state is unchanged by it."""
+    require("gymnasium", "ale_py")
+    import gymnasium
+    import ale_py
+
+    from game_bridge_mcp.game.gym._engine import Engine
+    from game_bridge_mcp.game.gym._families import family_of, make_defaults
+    from game_bridge_mcp.game.gym._make import make
+    from game_bridge_mcp.game.kit.state import encode_state, state_document
+    from game_bridge_mcp.game.wrapper.serve import assemble
+
+    gymnasium.register_envs(ale_py)
+    if env_id.startswith("GBTest/"):
+        import peers.gym_envs  # noqa: F401 - registers GBTest/...
+    kwargs = {**make_defaults(env_id), "render_mode": "ansi" if env_id in ("FrozenLake-v1", "GBTest/Corridor-v0")
+              else "rgb_array"}
+    env = make(env_id, kwargs)
+    bridge = assemble(env_id, "test", description="", paused=True, input_help="", state=dict,
+                      on_close=lambda: None, register=False)
+    engine = Engine(env, family_of(env), bridge, env_id=env_id, seed_base=3, autoreset=True, journal=True)
+    engine.reset(3, None)
+    engine.space.seed(3)
+
+    def digest(doc: dict[str, Any]) -> bytes:
+        return encode_state(state_document(doc, digest=True, frame=1, sim_frame=1, completed=0, paused=True,
+                                           events=[], results=[], kit_keys=frozenset()))
+
+    for step in range(12):
+        if step % 3 == 0:  # the whole state first, now and then
+            whole = json.dumps(engine.state(), default=repr)
+            assert digest(engine.digest_state()) == digest(engine.state())
+        else:
+            first = digest(engine.digest_state())
+            whole = json.dumps(engine.state(), default=repr)
+            assert first == digest(engine.state()) == digest(engine.digest_state())
+        assert json.dumps(engine.state(), default=repr) == whole
+        if engine.book.ended:
+            engine.reset(None, None)
+        else:
+            engine.step(engine.space.sample())
+    assert engine.book.steps >= 8
+    env.close()

@@ -334,6 +334,18 @@ class Engine:
         """The observation's summary, the info's scalars, the family's fields and the text,
         worked out once a step (under the kit's lock)."""
         book = self.book
+        shown = book.shown
+        if shown is None or "observation" not in shown:  # (None, or only what the digest needed)
+            screen = self._screen_shown()
+            shown = book.shown = {"observation": _spaces.summary(self.obs),
+                                  "info": _spaces.scalars(self.info) if isinstance(self.info, dict) else {},
+                                  "extra": screen["extra"], "text": screen["text"]}
+        return shown
+
+    def _screen_shown(self) -> dict[str, Any]:
+        """The family's fields and the text (all the digest shows of :meth:`shown`), worked out
+        once a step: the book's ``shown`` holds them, the rest of it to come."""
+        book = self.book
         if book.shown is None:
             try:
                 text = self.family.text(self.obs)
@@ -343,14 +355,29 @@ class Engine:
                 extra = self.family.state(self.obs)
             except Exception as exc:  # noqa: BLE001
                 extra = {"familyError": f"{type(exc).__name__}: {str(exc)[:200]}"}
-            book.shown = {"observation": _spaces.summary(self.obs),
-                          "info": _spaces.scalars(self.info) if isinstance(self.info, dict) else {},
-                          "extra": extra, "text": text}
+            book.shown = {"extra": extra, "text": text}
         return book.shown
 
     def state(self) -> dict[str, Any]:
+        return self._state(self.shown())
+
+    def digest_state(self) -> dict[str, Any]:
+        """What ``/state?view=digest`` keeps of :meth:`state` (the kit keeps only the scalars
+        of ``game``), without what it drops: an observation that is not a scalar and the
+        info are not summarised for it after every step (the same digest, the same bytes)."""
+        shown = self.book.shown
+        if shown is None or "observation" not in shown:
+            screen = self._screen_shown()
+            obs = self.obs
+            import numpy as np
+
+            scalar = obs is None or isinstance(obs, (np.generic, str, bool, int, float))  # (summary's scalars)
+            shown = {"observation": _spaces.summary(obs) if scalar else {}, "info": {},
+                     "extra": screen["extra"], "text": screen["text"]}
+        return self._state(shown)
+
+    def _state(self, shown: dict[str, Any]) -> dict[str, Any]:
         book = self.book
-        shown = self.shown()
         held = self.held_action()
         game: dict[str, Any] = {
             "env": self.env_id, "episode": book.episode, "step": book.step, "reward": book.reward,

@@ -68,6 +68,7 @@ def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts
                                      "same episode)."},
         state=late.state, on_close=lambda: _closed(late),
         snapshot=(lambda: late.engine.snapshots.save(), lambda data: late.engine.snapshots.load(data)))
+    bridge.digest_fn = lambda: late.engine.digest_state()  # (the digest without what it drops)
     try:
         seed_base = launch_seed(opts.seed)  # --seed, else GAME_BRIDGE_SEED, else 0: every wrapper's rule
     except UsageError as exc:
