@@ -291,12 +291,13 @@ def test_command_results_encoded_once_each_are_the_bytes_encoded_afresh() -> Non
         assert encode_state({"commandResults": outcomes.recent_encoded()}) == fresh
 
     same()
-    values: list[Any] = [None, {"simFrame": 3, "frames": 1}, [1, 2.5, "x"], "text", {"nan": float("nan")}]
+    values: list[Any] = [None, {"simFrame": 3, "frames": 1}, [1, 2.5, "x"], "t\u00e9xt \"q\"", {"nan": float("nan")},
+                         object(), "x" * 20000]  # (the last two: a note says the result was left out)
     for command_id in range(1, 60):
         if command_id % 7 == 0:  # published once the next one finishes, both together
             held = command_id
             continue
-        entry = failure(command_id, "no") if command_id % 5 == 0 else success(command_id, values[command_id % 5])
+        entry = failure(command_id, "no") if command_id % 5 == 0 else success(command_id, values[(command_id // 2) % len(values)])
         outcomes.finish(entry)
         if command_id % 7 == 1 and command_id > 1:
             outcomes.finish(success(held, {"late": held}))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 from typing import Any, Callable
 
@@ -48,6 +49,18 @@ def success(command_id: int, value: Any) -> dict[str, Any]:
     return entry
 
 
+def entry_json(entry: dict[str, Any]) -> str:
+    """An outcome's JSON as :func:`encode_state` writes it: a success's written directly
+    (its result is JSON already), anything else encoded."""
+    command_id, result = entry["id"], entry.get("result")
+    if type(command_id) is int and entry["ok"] is True:
+        if len(entry) == 2:
+            return f'{{"id":{command_id},"ok":true}}'
+        if len(entry) == 3 and isinstance(result, RawJson):
+            return f'{{"id":{command_id},"ok":true,"result":{result.text}}}'
+    return encode_state(entry).decode("utf-8")
+
+
 def failure(command_id: int, error: str) -> dict[str, Any]:
     return {"id": command_id, "ok": False, "error": str(error)[:ERROR_LIMIT] or "failed"}
 
@@ -60,10 +73,10 @@ class Outcomes:
         self._completed = 0
         self._finished: dict[int, dict[str, Any]] = {}  # done, waiting for an earlier command
         self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=max(16, keep))
-        #: Each recent entry's JSON (by id; an entry never changes once published) and the
-        #: whole list's, as of ``_encoded_at`` (``completed`` then): every ``/state`` carries
-        #: the list, which encoding afresh cost most of a small game's answer (77 of 86 us).
-        self._texts: dict[int, str] = {}
+        #: The recent entries' JSON, oldest first (an entry never changes once published), and
+        #: the whole list's, as of ``_encoded_at`` (``completed`` then): every ``/state``
+        #: carries the list, which encoding afresh cost most of a small game's answer.
+        self._texts: collections.deque[str] = collections.deque(maxlen=self._recent.maxlen)
         self._encoded: RawJson = RawJson("[]")
         self._encoded_at = 0
         self._stopped = False
@@ -98,16 +111,14 @@ class Outcomes:
 
     def recent_encoded(self) -> RawJson:
         """``commandResults`` already encoded: the JSON :func:`encode_state` writes for
-        :meth:`recent`, each entry encoded once."""
+        :meth:`recent`, each entry encoded once, when first asked for."""
         with self._cv:
-            if self._encoded_at != self._completed:
-                old, texts = self._texts, {}
-                for entry in self._recent:
-                    command_id = entry["id"]
-                    text = old.get(command_id)
-                    texts[command_id] = text if text is not None else encode_state(entry).decode("utf-8")
-                self._texts = texts
-                self._encoded = RawJson("[" + ",".join(texts.values()) + "]")
+            fresh = self._completed - self._encoded_at  # (each completion published one entry)
+            if fresh:
+                recent, texts = self._recent, self._texts
+                for entry in itertools.islice(recent, max(0, len(recent) - fresh), None):
+                    texts.append(entry_json(entry))
+                self._encoded = RawJson("[" + ",".join(texts) + "]")
                 self._encoded_at = self._completed
             return self._encoded
 
