@@ -208,7 +208,7 @@ class Advance:
         state = outcome.get("state")
         state = self._whole_if_needed(state if isinstance(state, dict) else self.client.state(digest=self.digest))
         command_id = as_int(outcome.get("commandId"))
-        done = command_outcome(state, command_id)
+        done = command_outcome(state, command_id, result=False)  # (step's result is not shown)
         if done.ok is False:
             raise CommandFailed(self.port, "advance", done.reason or "", command="step",
                                 command_id=command_id, after=answer_digest(self.shown, self.client, state))

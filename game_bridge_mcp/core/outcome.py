@@ -36,8 +36,10 @@ class Outcome:
     note: str | None = None
 
 
-def command_outcome(state: Mapping[str, Any], command_id: int | None) -> Outcome:
-    """The outcome of command ``command_id`` in a ``/state`` snapshot taken after it ran."""
+def command_outcome(state: Mapping[str, Any], command_id: int | None, *, result: bool = True) -> Outcome:
+    """The outcome of command ``command_id`` in a ``/state`` snapshot taken after it ran;
+    ``result=False``: whether it succeeded and why not, its result left unread (a caller
+    that never shows it need not bound it, on every step of an ``advance``)."""
     if command_id is None or "commandResults" not in state:
         return Outcome()
     entries = state.get("commandResults")
@@ -63,10 +65,10 @@ def command_outcome(state: Mapping[str, Any], command_id: int | None) -> Outcome
                 return Outcome(ok=False, reason=sanitise_text(error, MAX_REASON))
             return Outcome(ok=False, reason="the game gave no reason",
                            note=None if error is None else f"Its 'error' was {kind_of(error)}, not text.")
-        result = entry.get("result", _UNSET)
-        if result is _UNSET:
+        value = entry.get("result", _UNSET)
+        if value is _UNSET or not result:
             return Outcome(ok=True)
-        value, cut = bounded(result, MAX_RESULT)
+        value, cut = bounded(value, MAX_RESULT)
         return Outcome(ok=True, result=value, has_result=True,
                        note=f"The result was cut to fit {MAX_RESULT} characters." if cut else None)
     if wrong:

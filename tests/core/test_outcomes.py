@@ -116,6 +116,11 @@ def test_command_outcome_reads_only_well_formed_entries() -> None:
     assert command_outcome(state, 7).ok is True and not command_outcome(state, 7).has_result
     assert command_outcome(state, 8).ok is None and command_outcome(state, 8).note is None  # rolled past
     assert command_outcome({}, 3).ok is None and command_outcome(state, None).ok is None
+    # result=False (advance's steps): the same verdict and reason, the result left unread
+    unread = command_outcome(state, 3, result=False)
+    assert unread.ok is True and not unread.has_result and unread.result is None and unread.note is None
+    assert command_outcome(state, 4, result=False).reason == "no way"
+    assert command_outcome(state, 5, result=False).ok is None
 
 
 def test_features_are_read_from_every_health_and_forgotten_on_restart() -> None:
