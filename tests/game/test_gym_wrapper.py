@@ -248,6 +248,34 @@ def test_nethack_and_minigrid_are_played_from_their_text(tmp_path: Path) -> None
         assert status == 200 and read_png(body)[:2] == (160, 160)
 
 
+def test_vizdoom_is_played_by_its_buttons_and_keys_and_saved_by_re_execution(tmp_path: Path) -> None:
+    """ViZDoom's Basic scenario (a monster across a room, one shot to kill it): actions named by
+    the buttons they press, keys for them, its ammunition by name, a picture, and `check`
+    (its snapshot by re-execution included)."""
+    require("vizdoom")
+    with served("--seed", "4", "VizdoomBasic-v1", env=gym_env(tmp_path)) as game:
+        start = game.doc("/state")
+        assert start["game"]["variables"] == {"AMMO2": 50.0} and start["game"]["held"] == "NOOP"
+        tools = {t["name"]: t for ts in game.doc("/tools")["toolsets"] for t in ts["tools"]}
+        assert tools["act"]["inputSchema"]["properties"]["action"]["enum"] == ["NOOP", "ATTACK", "MOVE_RIGHT",
+                                                                               "MOVE_LEFT"]
+        assert "left (MOVE_LEFT), right (MOVE_RIGHT), space (ATTACK)" in \
+            tools["key"]["inputSchema"]["properties"]["key"]["description"]
+        fired = game.outcome(game.command("cmd=act&action=ATTACK&frames=8", wait=False)["commandId"])
+        assert fired["ok"] is True and fired["result"]["steps"] == 8
+        assert game.doc("/state")["game"]["variables"]["AMMO2"] < 50  # a shot spent
+        # left and space held together: the scenario presses one button at a time, the newest key's
+        game.command("cmd=key&key=left&frames=6", wait=False)
+        game.command("cmd=key&key=space&frames=6", wait=False)
+        assert game.doc("/state")["game"]["held"] == "ATTACK"
+        game.command("cmd=step&frames=7")  # the keys' frames pass (a paused game: they wait for steps)
+        assert game.doc("/state")["game"]["keysDown"] == [] and game.doc("/state")["game"]["step"] == 15
+        status, _headers, body = game.get("/screenshot")
+        assert status == 200 and read_png(body)[:2] == (320, 240)
+        checked = check(game)
+        assert "snapshot: a load gives back the saved /state" in checked
+
+
 def test_crafter_is_played_by_its_names_and_keys_and_replays_from_its_seed(tmp_path: Path) -> None:
     require("crafter")
     with served("--seed", "4", "CrafterReward-v1", env=gym_env(tmp_path)) as game:

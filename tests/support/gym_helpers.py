@@ -31,7 +31,7 @@ def require(*modules: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             pytest.fail(f"{module} cannot be imported ({exc}): the gym tests need the test extra's "
-                        "gymnasium, ale-py, minigrid, nle and crafter (pip install -e '.[test]')")
+                        "gymnasium, ale-py, minigrid, nle, crafter and vizdoom (pip install -e '.[test]')")
 
 
 class Gym(Wrapped):

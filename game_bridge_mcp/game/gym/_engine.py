@@ -15,7 +15,7 @@ from ..kit import GameBridge
 from ..kit.outcomes import Pending
 from ..wrapper.frames import Schedule
 from . import _spaces
-from ._families import Family
+from ._family import Family
 
 log = logging.getLogger(__name__)
 

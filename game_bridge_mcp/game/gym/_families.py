@@ -1,142 +1,30 @@
 """What the wrapper knows of particular families of environments, beside what any
-Gymnasium environment says of itself: the names of their actions (ALE's action meanings,
-MiniGrid's and NetHack's enums, Gymnasium's own games'), the keys a player would press for
-them, the text that shows their screen, their seeding and their native save state. An
-environment of no known family is served from its spaces alone (:class:`Family`)."""
+Gymnasium environment says of itself (:class:`Family`): the names of their actions (ALE's
+action meanings, MiniGrid's and NetHack's enums, Gymnasium's own games', ViZDoom's buttons),
+the keys a player would press for them, the text that shows their screen, their seeding and
+their native save state."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._ale import Sticky
+from ._family import Family, plain_text
 
-#: Gymnasium's own games' actions, as their documentation names them (by class name).
-GYMNASIUM_NAMES: dict[str, list[str]] = {
-    "FrozenLakeEnv": ["LEFT", "DOWN", "RIGHT", "UP"],
-    "CliffWalkingEnv": ["UP", "RIGHT", "DOWN", "LEFT"],
-    "TaxiEnv": ["SOUTH", "NORTH", "EAST", "WEST", "PICKUP", "DROPOFF"],
-    "BlackjackEnv": ["STICK", "HIT"],
-    "CartPoleEnv": ["LEFT", "RIGHT"],
-    "MountainCarEnv": ["LEFT", "NOOP", "RIGHT"],
-    "AcrobotEnv": ["TORQUE_NEGATIVE", "NOOP", "TORQUE_POSITIVE"],
-    "LunarLander": ["NOOP", "FIRE_LEFT", "FIRE_MAIN", "FIRE_RIGHT"],
-}
-#: The key a player presses for an action of this name (pygame's key names).
-NAME_KEYS: dict[str, str] = {
-    "UP": "up", "DOWN": "down", "LEFT": "left", "RIGHT": "right", "FIRE": "space",
-    "NORTH": "up", "SOUTH": "down", "EAST": "right", "WEST": "left",
-    "PICKUP": "p", "DROPOFF": "d", "HIT": "h", "STICK": "s",
-}
 #: MiniGrid's own manual control (minigrid.manual_control), in pygame's key names.
 MINIGRID_KEYS: dict[str, str] = {
     "left": "left", "right": "right", "up": "forward", "space": "toggle", "page up": "pickup",
     "tab": "pickup", "page down": "drop", "left shift": "drop", "return": "done",
 }
-_ANSI = re.compile(r"\x1b\[([0-9;]*)m")
 MAX_ALE_STATE = 1024 * 1024
-
-
-class Family:
-    """Any Gymnasium environment: what its spaces and render modes give."""
-
-    label = "Gymnasium"
-    #: Whether the family saves the environment's own state (``native_save`` and
-    #: ``native_load``); otherwise a snapshot re-executes the episode.
-    native = False
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.unwrapped = env.unwrapped
-
-    # ------------------------------------------------------------------ actions
-    def action_names(self) -> list[str] | None:
-        """Names of a Discrete space's actions, in order (None: it has none)."""
-        names = GYMNASIUM_NAMES.get(type(self.unwrapped).__name__)
-        space = self.env.action_space
-        if names is not None and type(space).__name__ == "Discrete" and int(space.n) == len(names):
-            return list(names)
-        return None
-
-    def keys(self, names: Sequence[str]) -> dict[str, str]:
-        """Key name -> action name, for the actions a single key stands for."""
-        return {NAME_KEYS[name]: name for name in names if name in NAME_KEYS}
-
-    def compose(self, held: Sequence[str], keys: Mapping[str, str], names: Sequence[str]) -> str | None:
-        """The action the keys held down (oldest first) stand for: the newest one's."""
-        for key in reversed(held):
-            if key in keys:
-                return keys[key]
-        return None
-
-    def text_actions(self, text: str, names: Sequence[str]) -> list[int] | None:
-        """Typed text as a sequence of action indices (None: text means nothing here)."""
-        return None
-
-    def stepped(self, step: int, action: Any) -> None:
-        """Step ``step`` of the episode was taken with ``action``."""
-
-    def was_reset(self) -> None:
-        """A new episode began."""
-
-    # ------------------------------------------------------------------ episodes
-    def make_defaults(self) -> dict[str, Any]:
-        return {}
-
-    def before_reset(self, seed: int) -> None:
-        """Seed what ``reset(seed=...)`` does not (NetHack's own generators)."""
-
-    def default_fps(self) -> float:
-        fps = (getattr(self.env, "metadata", None) or {}).get("render_fps")
-        try:
-            value = float(fps)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return 30.0
-        return value if 1 <= value <= 1000 else 30.0
-
-    # ------------------------------------------------------------------ what it shows
-    def text(self, obs: Any) -> str | None:
-        """A text picture of the screen, or None."""
-        if isinstance(obs, str):
-            return obs
-        if getattr(self.env, "render_mode", None) == "ansi":
-            rendered = self.env.render()
-            if isinstance(rendered, str):
-                return plain_text(rendered)
-        return None
-
-    def state(self, obs: Any) -> dict[str, Any]:
-        """Scalars of the family's own for ``/state.game``."""
-        return {}
-
-    def description(self) -> str:
-        return ""
-
-
-def plain_text(text: str) -> str:
-    """ANSI-coloured text as plain text: a highlighted character (a background colour, how
-    Gymnasium's toy-text games mark where the player is) becomes ``@``."""
-    out: list[str] = []
-    highlight = False
-    position = 0
-    for match in _ANSI.finditer(text):
-        out.append(_mark(text[position:match.start()], highlight))
-        codes = [c for c in match.group(1).split(";") if c]
-        if not codes or "0" in codes:
-            highlight = False
-        if any(c.isdigit() and 40 <= int(c) <= 47 for c in codes):
-            highlight = True
-        position = match.end()
-    out.append(_mark(text[position:], highlight))
-    return "".join(out)
-
-
-def _mark(segment: str, highlight: bool) -> str:
-    if not highlight or not segment:
-        return segment
-    return "".join(ch if ch == "\n" else "@" for ch in segment)
+#: The keys a player presses for ViZDoom's buttons: each key's first button the scenario has.
+DOOM_KEYS: dict[str, tuple[str, ...]] = {
+    "left": ("TURN_LEFT", "MOVE_LEFT"), "right": ("TURN_RIGHT", "MOVE_RIGHT"), "up": ("MOVE_FORWARD",),
+    "down": ("MOVE_BACKWARD",), "space": ("ATTACK",), "e": ("USE",), "a": ("MOVE_LEFT",), "d": ("MOVE_RIGHT",),
+    "w": ("MOVE_FORWARD",), "s": ("MOVE_BACKWARD",), "left shift": ("SPEED",), "c": ("CROUCH",), "j": ("JUMP",),
+}
 
 
 class ToyText(Family):
@@ -415,6 +303,67 @@ class Crafter(Family):
                 "sleeps, r t f p place stone, table, furnace, plant, 1-6 make tools.")
 
 
+class Doom(Family):
+    """ViZDoom's scenarios: a Discrete space's actions named by the buttons each presses
+    (``MOVE_LEFT``, ``MOVE_LEFT+ATTACK``, ``NOOP``), keys for the buttons, the game variables
+    by name. Saved by re-execution: ZDoom's own save files are a format its engine parses,
+    not data, and a load keeps the tic counter."""
+
+    label = "ViZDoom"
+
+    def _buttons(self) -> list[str]:
+        """The binary buttons, in the order of the actions' combinations (after the delta buttons)."""
+        u = self.unwrapped
+        buttons = [str(button.name) for button in u.game.get_available_buttons()]
+        return buttons[int(getattr(u, "num_delta_buttons", 0)):]
+
+    def action_names(self) -> list[str] | None:
+        space = self.env.action_space
+        combos = getattr(self.unwrapped, "button_map", None)
+        if type(space).__name__ != "Discrete" or not combos or len(combos) != int(space.n):
+            return None
+        buttons = self._buttons()
+        names = ["+".join(b for b, on in zip(buttons, combo) if on) or "NOOP" for combo in combos]
+        return names if len(set(names)) == len(names) else None
+
+    def keys(self, names: Sequence[str]) -> dict[str, str]:
+        """Key name -> the button it presses (one the actions use)."""
+        pressable = {part for name in names for part in name.split("+")}
+        keys = {}
+        for key, buttons in DOOM_KEYS.items():
+            button = next((b for b in buttons if b in pressable), None)
+            if button is not None:
+                keys[key] = button
+        return keys
+
+    def compose(self, held: Sequence[str], keys: Mapping[str, str], names: Sequence[str]) -> str | None:
+        """The buttons of the keys held as the action that presses them all, or (when the
+        scenario has no such action) as many of them as it has, the newest keys kept."""
+        pressed: list[str] = []
+        for key in reversed(held):
+            button = keys.get(key)
+            if button is not None and button not in pressed:
+                pressed.append(button)
+        order = self._buttons()
+        while pressed:
+            name = "+".join(sorted(pressed, key=lambda b: order.index(b) if b in order else len(order)))
+            if name in names:
+                return name
+            pressed.pop()  # the oldest key held goes first
+        return None
+
+    def state(self, obs: Any) -> dict[str, Any]:
+        values = obs.get("gamevariables") if isinstance(obs, Mapping) else None
+        names = [str(v.name) for v in self.unwrapped.game.get_available_game_variables()]
+        if values is None or len(values) != len(names):
+            return {}
+        return {"variables": {name: float(value) for name, value in zip(names, values)}}
+
+    def description(self) -> str:
+        return (" Keys: the arrows turn (or strafe) and move, space attacks, e uses, a and d strafe, w and s move; "
+                "held together they are the action that presses all their buttons, where the scenario has it.")
+
+
 def family_of(env: Any) -> Family:
     """The family of ``env`` (by the module of its unwrapped class)."""
     module = type(env.unwrapped).__module__
@@ -428,6 +377,8 @@ def family_of(env: Any) -> Family:
         return ToyText(env)
     if module.endswith("gym._crafter"):
         return Crafter(env)
+    if module.startswith("vizdoom"):
+        return Doom(env)
     return Family(env)
 
 
@@ -436,3 +387,4 @@ def make_defaults(env_id: str) -> dict[str, Any]:
     if "NetHack" in env_id or env_id.startswith("MiniHack"):
         return {"fix_moon_phase": True}
     return {}
+
