@@ -276,6 +276,14 @@ def test_state_is_strict_json_with_raw_fragments() -> None:
         "a": None, "b": [None, 1.5], "raw": [1, {"x": 2}], "path": "/tmp/x", "tags": ["a", "b"]}
     with pytest.raises(TypeError, match="object"):
         encode_state({"x": object()})
+    # a command's result: the plain encoder's bytes where it is plain JSON, encode_state's otherwise
+    from game_bridge_mcp.game.kit.state import encode_plain
+
+    for doc in ({"simFrame": 3, "frames": 1}, [1, "\u00e9", None, True, 2.5], "x", {"nan": float("nan")},
+                {"raw": RawJson("[1]"), "tags": {"a"}, "path": Path("/tmp/x")}):
+        assert encode_plain(doc) == encode_state(doc)
+    with pytest.raises(TypeError, match="object"):
+        encode_plain({"x": object()})
 
 
 def test_command_results_encoded_once_each_are_the_bytes_encoded_afresh() -> None:

@@ -8,7 +8,7 @@ import itertools
 import threading
 from typing import Any, Callable
 
-from .state import RawJson, encode_state
+from .state import RawJson, encode_plain, encode_state
 
 #: Outcomes kept in ``/state.commandResults`` (docs/contract.md asks for at least ``RESULTS_KEPT``).
 RESULTS_KEPT = 32
@@ -37,7 +37,7 @@ def success(command_id: int, value: Any) -> dict[str, Any]:
     if value is None:
         return entry
     try:
-        body = encode_state(value)
+        body = encode_plain(value)
     except (TypeError, ValueError) as exc:
         entry["result"] = f"(result left out: {str(exc)[:200]})"
         return entry

@@ -50,6 +50,19 @@ def _finite(value: Any) -> Any:
     return value
 
 
+#: Plain JSON's encoder, made once (``json.dumps`` with options makes one a call).
+_PLAIN = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def encode_plain(doc: Any) -> bytes:
+    """:func:`encode_state` of a document that is most likely plain JSON (a command's
+    result): encoded by the one plain encoder, else as :func:`encode_state` does."""
+    try:
+        return _PLAIN.encode(doc).encode("utf-8")
+    except (TypeError, ValueError):  # a RawJson, a dataclass, NaN...: the whole way (or its error)
+        return encode_state(doc)
+
+
 def encode_state(doc: Any) -> bytes:
     """Strict JSON for ``/state``: NaN/Infinity become null, dataclasses, enums, sets and
     paths are converted, :class:`RawJson` is spliced in verbatim. Raises TypeError or

@@ -66,9 +66,13 @@ HEAD_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 10.0
 
 
+#: One encoder for every answer (``json.dumps`` with options makes a new one each call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def json_bytes(doc: Any) -> bytes:
     """Small strict JSON answers (the kit's own documents)."""
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return _ENCODER.encode(doc).encode("utf-8")
 
 
 @functools.lru_cache(maxsize=64)  # a connection sends the same Host with every request
