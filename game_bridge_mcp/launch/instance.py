@@ -351,8 +351,26 @@ class LaunchedInstance:
 
         poll_until(closed, deadline, first_s=0.01, max_s=0.1, sleep=self.wait_leader)
 
+    def log_answer(self, lines: int, since: int | None, *, stopped: bool = False) -> dict[str, Any]:
+        """``instance_log``'s answer: the output from line ``since`` (else the last ``lines``),
+        whether the game still runs and, once it does not, how it ended (``stopped``: the
+        bridge stopped it; its output is kept until the port's next launch)."""
+        running = not stopped and (not self.leader_exited()
+                                   or (self.wrapper_exited and bool(self.tree.live(marker_scan=False))))
+        if not running and not stopped:  # the game is gone: let the pump drain what it wrote last
+            self.capture.wait_eof(0.5)
+        answer: dict[str, Any] = {"port": self.port, **self.capture.read(lines, since),
+                                  "logFile": str(self.capture.log_path), "running": running,
+                                  "exitCode": None if running else self.exit_code}
+        if stopped:
+            answer["stopped"] = True
+            answer["note"] = "The instance has stopped; its output is kept until the next launch on this port."
+        if not running:
+            self.describe_exit(answer)
+        return answer
+
     def boot_failure(self, what: str, *, exit_code: int | None = None,
-                     timed_out: bool = False) -> BridgeUsageError:
+                     timed_out: bool = False, port_taken: bool = False) -> BridgeUsageError:
         """The boot-failure error (docs/launching.md) for this (already reaped) instance: what went
         wrong, the command, where it ran, the log file and its last output."""
         self.capture.wait_eof(0.5)
@@ -364,6 +382,8 @@ class LaunchedInstance:
                    f"Full log: {self.capture.log_path}\n\n"
                    f"Last output:\n{output}")
         extra: dict[str, Any] = {"signal": signal_name(exit_code)} if signal_name(exit_code) else {}
+        if port_taken:
+            extra["portTaken"] = True
         advice = missing_module_advice(tail)
         if advice is not None:
             message += f"\n\nWhat to do: {advice}"

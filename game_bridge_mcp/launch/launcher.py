@@ -18,7 +18,7 @@ from ..wire.client import GameClient
 from ..config import Config, check_port
 from ..errors import BridgeError, BridgeUsageError, GameOffline, NotAGameSurface
 from .instance import LaunchedInstance, how_exited
-from .portclaim import claim_port
+from .portclaim import claim_port, lost_notes, lost_port
 from .portlock import PortLock
 from .procs import MARKER_KEY
 from .declaration import LaunchDeclaration, required_declaration
@@ -44,6 +44,9 @@ POLL_MAX_S = 0.025
 #: After SIGTERM, how long ``stop`` waits before SIGKILL (``shutdown`` uses less).
 STOP_TERM_S = 1.5
 SHUTDOWN_TERM_S = 0.7
+#: Launches again on another port when a game loses the one it was given (to another process,
+#: between the bridge's claim and the game's bind), this many times.
+PORT_RETRIES = 2
 #: Largest graceMs accepted by stop (ten minutes).
 MAX_GRACE_MS = 600_000
 #: After the tree is gone, how long ``stop`` waits for the leader's exit status.
@@ -155,19 +158,31 @@ class Launcher:
         # Port locks, logs and the Python path a launched game imports live in the home:
         # one another user could change is refused, naming it (docs/reliability.md).
         check_home(self._environ, self.config.registry_dir)
-        lock = claim_port(port, decl, locks_dir=self.locks_dir, opener=self._opener,
-                          is_launched=self.is_launched)
-        try:
-            inst = self._spawn(decl, lock, env or {})
-        except BaseException:
-            lock.release()
-            raise
-        try:
-            return self._wait_ready(inst, timeout_ms, progress)
-        except BaseException:
-            if self._is_tracked(inst):  # not already cleaned up by a failure path
-                self._discard(inst, term_s=STOP_TERM_S)
-            raise
+        lost: dict[int, str] = {}  # ports a game lost to another process before it bound them
+        started = time.monotonic()
+        while True:
+            lock = claim_port(port, decl, locks_dir=self.locks_dir, opener=self._opener,
+                              is_launched=self.is_launched, avoid=lost)
+            try:
+                inst = self._spawn(decl, lock, env or {})
+            except BaseException:
+                lock.release()
+                raise
+            try:
+                answer = self._wait_ready(inst, timeout_ms, progress, since=started)
+            except BaseException as exc:
+                if self._is_tracked(inst):  # not already cleaned up by a failure path
+                    self._discard(inst, term_s=STOP_TERM_S)
+                why = lost_port(exc) if isinstance(exc, BridgeUsageError) and port is None and \
+                    len(lost) < PORT_RETRIES else None
+                if why is None:
+                    raise
+                log.warning("port %d was taken while the game started (%s); launching on another", inst.port, why)
+                lost[inst.port] = why
+                continue
+            if lost:
+                answer["notes"] = [*answer.get("notes", ()), *lost_notes(lost, inst.port)]
+            return answer
 
     def stop(self, port: int, *, grace_ms: int = 3000) -> dict[str, Any]:
         """Close, then terminate, then kill the instance this bridge launched on ``port``:
@@ -193,26 +208,14 @@ class Launcher:
             ended = self._ended.get(port) if inst is None else None
             ports = sorted(self._instances)
         if ended is not None:  # stopped: what it wrote, and that it has stopped
-            answer = {"port": port, **ended.capture.read(lines, since), "logFile": str(ended.capture.log_path),
-                      "running": False, "exitCode": ended.exit_code, "stopped": True}
-            answer["note"] = "The instance has stopped; its output is kept until the next launch on this port."
-            ended.describe_exit(answer)
-            return answer
+            return ended.log_answer(lines, since, stopped=True)
         if inst is None:
             held = f" Instances launched here: {', '.join(map(str, ports))}." if ports else ""
             raise BridgeUsageError(
                 f"No instance launched by this bridge is on port {port}, so there is no captured "
                 "output: instance_log reads only games started with launch_instance (output of a "
                 f"game started elsewhere goes wherever that process writes it).{held}", port=port)
-        running = not inst.leader_exited() or (inst.wrapper_exited and bool(inst.tree.live(marker_scan=False)))
-        if not running:  # the game is gone: let the pump drain what it wrote last
-            inst.capture.wait_eof(0.5)
-        result = inst.capture.read(lines, since)
-        answer = {"port": port, **result, "logFile": str(inst.capture.log_path),
-                  "running": running, "exitCode": None if running else inst.exit_code}
-        if not running:
-            inst.describe_exit(answer)
-        return answer
+        return inst.log_answer(lines, since)
 
     def shutdown(self, *, grace_ms: int = 1000) -> None:
         """Stop every launched instance at once (close first, then escalation), then
@@ -328,9 +331,10 @@ class Launcher:
         log.info("launched %s on port %d (pid %d), log %s", display, port, inst.proc.pid, log_path)
         return inst
 
-    def _wait_ready(self, inst: LaunchedInstance, timeout_ms: int, progress: ProgressCallback | None) -> dict[str, Any]:
+    def _wait_ready(self, inst: LaunchedInstance, timeout_ms: int, progress: ProgressCallback | None, *,
+                    since: float) -> dict[str, Any]:  # (timeout_ms counted from since: the first attempt)
         client = GameClient(inst.port, opener=self._opener, timeout_ms=1000)
-        deadline = Deadline(timeout_ms / 1000.0, start=inst.started)
+        deadline = Deadline(timeout_ms / 1000.0, start=since)
         next_report = inst.started + PROGRESS_INTERVAL_S
         last_problem = "nothing answered yet"
 
@@ -380,7 +384,8 @@ class Launcher:
         holder, _pid = inst.port_holder()
         if holder == "foreign":
             self._fail_launch(inst, f"GET /health on port {inst.port} was answered by a process outside the "
-                                    "launched tree (something else took the port while the game was starting)")
+                                    "launched tree (something else took the port while the game was starting)",
+                              port_taken=True)
         try:
             manifest = client.tools(timeout_ms=2000)
         except BridgeError:
@@ -397,10 +402,10 @@ class Launcher:
         return result
 
     def _fail_launch(self, inst: LaunchedInstance, what: str, *, exit_code: int | None = None,
-                     timed_out: bool = False) -> NoReturn:
+                     timed_out: bool = False, port_taken: bool = False) -> NoReturn:
         """Reap the tree, forget the instance and raise the boot-failure error docs/launching.md describes."""
         self._discard(inst, term_s=STOP_TERM_S)
-        raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out)
+        raise inst.boot_failure(what, exit_code=exit_code, timed_out=timed_out, port_taken=port_taken)
 
     # ------------------------------------------------------------------ stop parts
     def _is_tracked(self, inst: LaunchedInstance) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import socket
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Collection
 
 from ..paths import fallback_locks_dir, make_dirs
 from ..wire.client import GameClient
@@ -60,12 +60,14 @@ def port_problem(port: int, *, opener: Opener | None = None) -> str | None:
 
 
 def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
-               is_launched: Callable[[int], bool], opener: Opener | None = None) -> PortLock:
+               is_launched: Callable[[int], bool], opener: Opener | None = None,
+               avoid: Collection[int] = ()) -> PortLock:
     """The lock on ``port`` (checked free), or on the first free port of the declared
-    range, or on an OS-assigned one when the range is full. Raises BridgeUsageError
-    saying what holds a taken port. A port whose lock path holds something planted (a
-    symlink, a directory, ...) is skipped and named in the lock's ``skipped`` notes. ``is_launched`` tells whether the caller already
-    runs an instance there (for the message)."""
+    range, or on an OS-assigned one when the range is full (``avoid``: ports not to pick).
+    Raises BridgeUsageError saying what holds a taken port. A port whose lock path holds
+    something planted (a symlink, a directory, ...) is skipped and named in the lock's
+    ``skipped`` notes. ``is_launched`` tells whether the caller already runs an instance
+    there (for the message)."""
     locks = usable_locks_dir(locks_dir)
     skipped: list[str] = []
 
@@ -106,6 +108,8 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
         return lock
     low, high = decl.port_range
     for candidate in range(low, high + 1):
+        if candidate in avoid:
+            continue
         lock = take(candidate)
         if lock is None:
             continue
@@ -119,6 +123,8 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind(("127.0.0.1", 0))
             candidate = probe.getsockname()[1]
+        if candidate in avoid:
+            continue
         lock = take(candidate)
         if lock is None:
             continue
@@ -133,4 +139,30 @@ def claim_port(port: int | None, decl: LaunchDeclaration, *, locks_dir: Path,
         f"{decl.path}.")
 
 
-__all__ = ["claim_port", "port_problem", "usable_locks_dir"]
+#: What a game's output says when its port was taken before it could bind (Python, Node, Go,
+#: C's strerror, Windows' Winsock).
+IN_USE = ("address already in use", "eaddrinuse", "errno 98", "only one usage of each socket address")
+
+
+def lost_port(error: BridgeError) -> str | None:
+    """Why a failed launch looks like its game lost the port the bridge claimed for it
+    (another process took it between the claim and the game's bind), or None: the game
+    said the address was in use, or something outside its tree answered there."""
+    fields = error.fields
+    if fields.get("timedOut"):
+        return None
+    if fields.get("portTaken"):
+        return "a process outside the launched tree answered there while the game started"
+    for line in fields.get("lastOutput") or ():
+        if isinstance(line, str) and any(words in line.lower() for words in IN_USE):
+            return f"the game could not bind it ({line.strip()[:200]})"
+    return None
+
+
+def lost_notes(lost: dict[int, str], port: int) -> list[str]:
+    """The launch's notes on the ports its game lost before it came up on ``port``."""
+    return [f"Port {taken} was taken by another process while the game started ({why}): launched again on {port}."
+            for taken, why in lost.items()]
+
+
+__all__ = ["claim_port", "lost_notes", "lost_port", "port_problem", "usable_locks_dir"]

@@ -149,24 +149,28 @@ def test_list_instances_never_calls_a_strangers_listener_launched(tmp_path: Path
 
 
 def test_a_stranger_answering_during_boot_fails_the_launch(tmp_path: Path, launchers: LauncherFactory) -> None:
+    """On the port the caller asked for (a port the launcher picked is left for another:
+    tests/launch/test_port_lost.py)."""
     launcher = launchers(write_declaration(tmp_path, "--boot-delay", "30"))
     outcome: dict[str, BaseException | dict] = {}
+    port = free_port()
 
     def launch() -> None:
         try:
-            outcome["result"] = launcher.launch()
+            outcome["result"] = launcher.launch(port=port)
         except BaseException as exc:  # noqa: BLE001 - the test reads it
             outcome["error"] = exc
 
     thread = threading.Thread(target=launch)
     thread.start()
     assert wait_until(lambda: launcher.launched_ports(), 5)
-    (port,) = launcher.launched_ports()
+    assert launcher.launched_ports() == [port]
     with FakeGame(port=port) as stranger:  # binds before the booting game does
         thread.join(20)
         assert "/command" not in stranger.requests
     assert isinstance(outcome.get("error"), BridgeUsageError), outcome
     assert "outside the launched tree" in outcome["error"].message  # type: ignore[union-attr]
+    assert outcome["error"].fields["portTaken"] is True  # type: ignore[union-attr]
 
 
 def test_a_registry_entry_never_overrides_what_the_launcher_knows(tmp_path: Path, launchers: LauncherFactory) -> None:
