@@ -75,7 +75,7 @@ def load(host: Host, port: int, state: SavedState, *, timeout_ms: int) -> dict[s
     client = host.client(port)
     if state.game_id is not None and state.port == port and state.generation == client.generation:
         _result, after = host.guarded(port, lambda: game_command(client, SNAPSHOT_LOAD, {SNAPSHOT_ID: state.game_id},
-                                                                 timeout_ms=timeout_ms))
+                                                                 timeout_ms=timeout_ms, result=False))
         return after
     data = bytes_of(host, state, timeout_ms=timeout_ms)
     if data is None:
@@ -83,7 +83,7 @@ def load(host: Host, port: int, state: SavedState, *, timeout_ms: int) -> dict[s
     posted = host.guarded(port, lambda: wire.store(client, data, timeout_ms=timeout_ms))
     try:
         _result, after = host.guarded(port, lambda: game_command(client, SNAPSHOT_LOAD, {SNAPSHOT_ID: posted},
-                                                                 timeout_ms=timeout_ms))
+                                                                 timeout_ms=timeout_ms, result=False))
     finally:
         drop_in_game(client, posted, timeout_ms=timeout_ms)
     return after

@@ -34,15 +34,17 @@ LIVE_IN_GAME = 8
 
 
 # ---------------------------------------------------------------------- the game's commands
-def game_command(client: GameClient, cmd: str, args: dict[str, Any], *, timeout_ms: int) -> tuple[Any, dict[str, Any]]:
-    """Send one of ``snapshot``'s commands and wait until it is done: its result and the
-    whole ``/state`` after it. A refusal is CommandFailed with the game's reason."""
+def game_command(client: GameClient, cmd: str, args: dict[str, Any], *, timeout_ms: int,
+                 result: bool = True) -> tuple[Any, dict[str, Any]]:
+    """Send one of ``snapshot``'s commands and wait until it is done: its result (None
+    with ``result=False``, for a caller that does not read it) and the whole ``/state``
+    after it. A refusal is CommandFailed with the game's reason."""
     outcome = client.command_and_sync(cmd, args, timeout_ms=timeout_ms)
     state = outcome.get("state")
     if not isinstance(state, dict):
         raise NotAGameSurface(client.port, f"advertises snapshot but its '{cmd}' was not confirmed "
                               f"({outcome.get('confirmation')})", path="/command")
-    done = command_outcome(state, as_int(outcome.get("commandId")))
+    done = command_outcome(state, as_int(outcome.get("commandId")), result=result)
     if done.ok is False:
         raise CommandFailed(client.port, cmd, done.reason or "", command=cmd, command_id=as_int(outcome.get("commandId")))
     return done.result, state
