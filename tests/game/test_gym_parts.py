@@ -159,6 +159,34 @@ def test_an_environment_that_cannot_be_made_says_what_to_do(env_id: str, kwargs:
     assert fragment in str(caught.value), str(caught.value)
 
 
+def test_json_arrays_become_the_tuples_a_constructor_declares() -> None:
+    """JSON has no tuples: ALE's frame skip drawn per step, (2, 5), comes as [2, 5] from
+    --make-kwargs; an array for a keyword declared a list, or undeclared, stays an array."""
+    require("gymnasium", "ale_py")
+    import gymnasium as gym
+
+    from game_bridge_mcp.game.gym._make import make
+
+    env = make("ALE/Breakout-v5", {"frameskip": [2, 5]})
+    try:
+        assert env.unwrapped._frameskip == (2, 5)
+    finally:
+        env.close()
+
+    class Shaped(gym.Env):  # type: ignore[type-arg]
+        def __init__(self, pair: tuple[int, int] = (0, 0), sizes: list[int] | None = None, **extra: Any) -> None:
+            self.pair, self.sizes, self.extra = pair, sizes, extra
+            self.action_space = gym.spaces.Discrete(2)
+            self.observation_space = gym.spaces.Discrete(2)
+
+    gym.register("GBTest/Shaped-v0", entry_point=Shaped)
+    try:
+        made = make("GBTest/Shaped-v0", {"pair": [1, 2], "sizes": [3, 4], "other": [5]}).unwrapped
+        assert (made.pair, made.sizes, made.extra) == ((1, 2), [3, 4], {"other": [5]})
+    finally:
+        del gym.registry["GBTest/Shaped-v0"]
+
+
 def test_a_missing_dependency_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     require("gymnasium")
     import gymnasium as gym

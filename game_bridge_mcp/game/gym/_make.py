@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +154,26 @@ def choose_render_mode(modes: list[str]) -> str | None:
     return None
 
 
+def _as_declared(gym: Any, env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no tuples: an array given for a keyword the environment's constructor
+    declares a tuple (ALE's ``frameskip: tuple[int, int] | int``, a frame skip drawn per
+    step) is passed as one; everything else as it came."""
+    if not any(isinstance(value, list) for value in kwargs.values()):
+        return kwargs
+    try:
+        entry = gym.spec(env_id).entry_point
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+        parameters = inspect.signature(creator).parameters
+    except Exception:  # noqa: BLE001 - no signature to read: the arguments go as given
+        return kwargs
+    out = dict(kwargs)
+    for name, value in kwargs.items():
+        declared = str(parameters[name].annotation).lower() if name in parameters else ""
+        if isinstance(value, list) and "tuple" in declared and "list" not in declared and "sequence" not in declared:
+            out[name] = tuple(value)
+    return out
+
+
 def make(env_id: str, kwargs: dict[str, Any]) -> Any:
     """``gymnasium.make(env_id, **kwargs)``, each failure a MakeError that says what to do."""
     gym = _gym()
@@ -162,7 +183,7 @@ def make(env_id: str, kwargs: dict[str, Any]) -> Any:
                         f"show it; use {PICTURE_MODE!r} or {TEXT_MODE!r} (or leave it out)")
     shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())[:300]
     try:
-        return gym.make(env_id, **kwargs)
+        return gym.make(env_id, **_as_declared(gym, env_id, kwargs))
     except gym.error.DependencyNotInstalled as exc:
         raise MakeError(f"{env_id} needs a package that is not installed here: {_line(exc)}") from None
     except ModuleNotFoundError as exc:
