@@ -73,7 +73,7 @@ def serve_game(argv: Sequence[str]) -> int:
     """The benchmark game: the kit, one listed command, padding in ``/state``, and a
     ``/bench-stats`` endpoint with what it served (requests and bytes per path, and how
     many requests carried ``after`` or ``view``)."""
-    from game_bridge_mcp.game.server.http import json_bytes
+    from game_bridge_mcp.game.server.http import Answer, json_bytes
     from game_bridge_mcp.game.demo import padding_json
     from game_bridge_mcp.game.kit import GameBridge
 
@@ -107,13 +107,14 @@ def serve_game(argv: Sequence[str]) -> int:
             if args.no_ext and marks:  # a game without them ignores unknown parameters
                 query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(query)
                                                 if k not in EXTENSION_PARAMS])
-            status, body = super()._route(path, query)
+            answer = super()._route(path, query)  # (status, body), or an Answer (/command's)
+            body = answer.body if isinstance(answer, Answer) else answer[1]
             with served_lock:
                 for key in [path] + marks:
                     entry = served.setdefault(key, [0, 0])
                     entry[0] += 1
                     entry[1] += len(body) if key == path else 0
-            return status, body
+            return answer
 
     def state() -> dict[str, Any]:
         doc: dict[str, Any] = {"game": {"counter": world["counter"], "maxPerFrame": world["maxPerFrame"]}}
