@@ -8,7 +8,6 @@ and, where a :class:`PostRoute` takes one, a POST with a body of a bounded lengt
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import ipaddress
@@ -18,7 +17,7 @@ import socket
 import socketserver
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, Union, cast
+from typing import Any, Callable, Protocol, Union, cast
 
 from .connections import Connection, ConnectionTable
 
@@ -382,6 +381,29 @@ class _Handler(socketserver.StreamRequestHandler):
         self.wfile.write(head + body)
 
 
+class _Answering:
+    """:meth:`KitHttpServer.answering`'s count of the requests being answered (a class: it is
+    entered on every request, where a generator's context manager costs several times more);
+    the last one out wakes :meth:`KitHttpServer.close_connections`."""
+
+    __slots__ = ("server",)
+
+    def __init__(self, server: "KitHttpServer") -> None:
+        self.server = server
+
+    def __enter__(self) -> None:
+        server = self.server
+        with server._answered:
+            server._answering += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        server = self.server
+        with server._answered:
+            server._answering -= 1
+            if server._answering == 0:
+                server._answered.notify_all()
+
+
 class KitHttpServer(socketserver.ThreadingTCPServer):
     """A loopback-only threaded HTTP server answering through one ``route`` callable."""
 
@@ -430,17 +452,9 @@ class KitHttpServer(socketserver.ThreadingTCPServer):
         self.connections.drop(request)
         super().shutdown_request(request)
 
-    @contextlib.contextmanager
-    def answering(self) -> Iterator[None]:
+    def answering(self) -> "_Answering":
         """Around one request's routing and answer (see :meth:`close_connections`)."""
-        with self._answered:
-            self._answering += 1
-        try:
-            yield
-        finally:
-            with self._answered:
-                self._answering -= 1
-                self._answered.notify_all()
+        return _Answering(self)
 
     def close_connections(self, grace_s: float = 1.0) -> None:
         """Shut down every open keep-alive connection (so the port goes quiet), after
