@@ -39,6 +39,8 @@ def check(game: Gym) -> str:
 
 def test_breakout_paused_is_played_by_name_and_by_key_and_seen(tmp_path: Path) -> None:
     require("ale_py")
+    from launch_helpers import wait_until
+
     with served("--seed", "11", "--size", "320x420", "ALE/Breakout-v5", env=gym_env(tmp_path)) as game:
         health = game.doc("/health")
         assert {"clock", "screenshot", "results", "after", "events"} <= set(health["features"])
@@ -59,7 +61,9 @@ def test_breakout_paused_is_played_by_name_and_by_key_and_seen(tmp_path: Path) -
         assert game.doc("/state")["simFrame"] == 3
         # a key waits for the clock; step delivers it, each step taking its action
         press = game.command("cmd=key&key=right&frames=4", wait=False)
-        assert game.doc("/state")["game"]["keysDown"] == ["right"] and game.doc("/state")["game"]["held"] == "RIGHT"
+        # (applied by the game's thread at its next turn, which an answer may come before)
+        assert wait_until(lambda: game.doc("/state")["game"]["keysDown"] == ["right"], 10)
+        assert game.doc("/state")["game"]["held"] == "RIGHT" and game.doc("/state")["simFrame"] == 3
         game.command("cmd=step&frames=5")
         assert game.outcome(press["commandId"])["ok"] is True
         after = game.doc("/state")
