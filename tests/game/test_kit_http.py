@@ -13,31 +13,24 @@ from typing import Any, Iterator
 
 import pytest
 
-from game_bridge_mcp.game.server.http import MAX_HEADERS, Answer, KitHttpServer, RouteAnswer
-from peers.fakegame import wait_until
+from game_bridge_mcp.game.server.http import MAX_HEADERS, KitHttpServer
 
 pytestmark = pytest.mark.timeout(30)
 
 
 RELEASE = threading.Event()
-#: What the route ``/then``'s ``then`` saw: whether its answer had been read by then.
-THEN: list[bool] = []
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[KitHttpServer, list[str]]]:
     seen: list[str] = []
     RELEASE.clear()
-    THEN.clear()
 
-    def route(path: str, query: str) -> RouteAnswer:
+    def route(path: str, query: str) -> tuple[int, bytes]:
         seen.append(path + ("?" + query if query else ""))
         if path == "/held":
             RELEASE.wait(5)  # as a held after request waits for its command
-        body = json.dumps({"ok": True, "path": path, "query": query}).encode()
-        if path == "/then":  # as /command wakes a paused game once its answer is written
-            return Answer(200, body, then=lambda: THEN.append(RELEASE.wait(5)))
-        return 200, body
+        return 200, json.dumps({"ok": True, "path": path, "query": query}).encode()
 
     kit = KitHttpServer("127.0.0.1", 0, route)
     thread = threading.Thread(target=kit.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -235,17 +228,3 @@ def test_a_held_answer_on_one_connection_does_not_hold_up_another(server: Any) -
         assert not RELEASE.is_set()
         RELEASE.set()
         assert json.loads(answers(held, 1)[0][2])["path"] == "/held"
-
-
-def test_what_follows_an_answer_runs_once_it_is_written_even_if_nobody_reads_it(server: Any) -> None:
-    kit, _seen = server
-    sock = connect(kit)
-    sock.sendall(b"GET /then HTTP/1.1\r\n" + host(kit) + b"\r\n")
-    assert answers(sock, 1)[0][0] == 200  # written before its then ran (which waits for this)
-    RELEASE.set()
-    wait_until(lambda: THEN == [True])
-    RELEASE.clear()
-    sock.sendall(b"GET /then HTTP/1.1\r\n" + host(kit) + b"Connection: close\r\n\r\n")
-    sock.close()  # gone before the answer: its then runs all the same
-    RELEASE.set()
-    wait_until(lambda: len(THEN) == 2)

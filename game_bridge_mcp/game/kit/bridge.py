@@ -196,7 +196,7 @@ class GameBridge:
 
         def register(target: C) -> C:
             self._screenshots = Screenshots(target, window=window, wait_s=wait_s, hasher=hasher,
-                                            on_request=self.wake_if_paused)
+                                            on_request=self._wake_if_paused)
             self._routes[SCREENSHOT] = self._screenshots.answer
             self.advertise(SCREENSHOT_FEATURE)
             return target
@@ -368,13 +368,12 @@ class GameBridge:
             self.stop()
         return applied
 
-    def queue_command(self, query: str, *, wake: bool = True) -> tuple[int, dict[str, Any]]:
+    def queue_command(self, query: str) -> tuple[int, dict[str, Any]]:
         """Validate a ``/command`` query and queue it: ``(status, answer)``. Runs on the
-        HTTP thread; the command itself runs later in :meth:`pump`. ``wake=False``: the
-        caller calls :meth:`wake_if_paused` itself (the server, once the answer is written)."""
+        HTTP thread; the command itself runs later in :meth:`pump`."""
         status, doc = self._queue.accept(query, self._frame, self.closing or self._stopped.is_set())
-        if status == 200 and wake:
-            self.wake_if_paused()
+        if status == 200 and self._clock.paused:
+            self._wake.set()  # a paused loop applies it now rather than at its next tick
         return status, doc
 
     def defer(self, *, hold: bool = False) -> Pending:
@@ -392,11 +391,9 @@ class GameBridge:
             return self._outcomes.completed >= after
         return self._outcomes.wait(after, timeout_s)
 
-    def wake_if_paused(self) -> None:
-        """A paused loop applies a command (or captures a screenshot) now rather than at
-        its next tick."""
+    def _wake_if_paused(self) -> None:
         if self._clock.paused:
-            self._wake.set()
+            self._wake.set()  # a paused loop captures now rather than at its next tick
 
     def wait_for_work(self, timeout_s: float) -> None:
         """Sleep up to ``timeout_s`` (a loop between frames), ending early when a command

@@ -30,9 +30,7 @@ class Served(Protocol):
 
     def events_since(self, since: int, limit: int = 100) -> dict[str, Any]: ...
 
-    def queue_command(self, query: str, *, wake: bool = True) -> tuple[int, dict[str, Any]]: ...
-
-    def wake_if_paused(self) -> None: ...
+    def queue_command(self, query: str) -> tuple[int, dict[str, Any]]: ...
 
     def manifest(self) -> dict[str, Any]: ...
 
@@ -85,13 +83,9 @@ def events(bridge: Served, query: str) -> RouteAnswer:
 
 
 def command(bridge: Served, query: str) -> RouteAnswer:
-    """``/command?cmd=NAME&arg=value...`` -> ``{accepted, commandId, frame}``. A paused
-    game's loop is woken to apply it once the answer is written: woken before, it took
-    the interpreter from the thread writing the answer (a confirmed command on the paused
-    demo took 0.04-0.14 ms longer, paired; the caller's next request, ``/state?after=``,
-    waits for the command anyway)."""
-    status, doc = bridge.queue_command(query, wake=False)
-    return Answer(status, json_bytes(doc), then=bridge.wake_if_paused if status == 200 else None)
+    """``/command?cmd=NAME&arg=value...`` -> ``{accepted, commandId, frame}``."""
+    status, doc = bridge.queue_command(query)
+    return status, json_bytes(doc)
 
 
 def tools(bridge: Served, query: str) -> RouteAnswer:

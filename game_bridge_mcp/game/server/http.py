@@ -29,14 +29,12 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 
 @dataclass(frozen=True)
 class Answer:
-    """A route's answer when it is not plain JSON: its own content type and headers, and
-    what to do once it is written (``then``; run even when the peer is gone)."""
+    """A route's answer when it is not plain JSON: its own content type and headers."""
 
     status: int
     body: bytes
     content_type: str = JSON_TYPE
     headers: tuple[tuple[str, str], ...] = ()
-    then: Callable[[], None] | None = None
 
 
 #: What a route answers: ``(status, json_bytes)`` or an :class:`Answer`.
@@ -269,7 +267,11 @@ class _Handler(socketserver.StreamRequestHandler):
             except Exception as exc:  # a bug in a route must not kill the connection silently
                 log.exception("game-bridge kit: error answering POST %s", path)
                 answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-            self._write(answer, close=True)
+            if isinstance(answer, Answer):
+                self.respond(answer.status, answer.body, close=True, content_type=answer.content_type,
+                             headers=answer.headers)
+            else:
+                self.respond(answer[0], answer[1], close=True)
         return False
 
     def _request_line(self, line: bytes) -> tuple[str, str, str]:
@@ -348,21 +350,14 @@ class _Handler(socketserver.StreamRequestHandler):
             except Exception as exc:  # a bug in a route must not kill the connection silently
                 log.exception("game-bridge kit: error answering %s", path)
                 answer = 500, json_bytes({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-            self._write(answer, close=close)
+            if isinstance(answer, Answer):
+                self.respond(answer.status, answer.body, close=close, content_type=answer.content_type,
+                             headers=answer.headers)
+            else:
+                self.respond(answer[0], answer[1], close=close)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("GET %s: %s", target[:200], answer.status if isinstance(answer, Answer) else answer[0])
         return not close
-
-    def _write(self, answer: RouteAnswer, *, close: bool) -> None:
-        if not isinstance(answer, Answer):
-            self.respond(answer[0], answer[1], close=close)
-            return
-        try:
-            self.respond(answer.status, answer.body, close=close, content_type=answer.content_type,
-                         headers=answer.headers)
-        finally:
-            if answer.then is not None:
-                answer.then()
 
     def respond(self, status: int, body: bytes, *, close: bool = False,
                 content_type: str = JSON_TYPE, headers: tuple[tuple[str, str], ...] = ()) -> None:
