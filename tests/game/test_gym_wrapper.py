@@ -271,7 +271,9 @@ def test_vizdoom_is_played_by_its_buttons_and_keys_and_saved_by_re_execution(tmp
         # left and space held together: the scenario presses one button at a time, the newest key's
         game.command("cmd=key&key=left&frames=6", wait=False)
         game.command("cmd=key&key=space&frames=6", wait=False)
-        assert game.doc("/state")["game"]["held"] == "ATTACK"
+        from launch_helpers import wait_until  # (the game's thread applies the keys at its next turn)
+
+        assert wait_until(lambda: game.doc("/state")["game"]["held"] == "ATTACK", 10)
         game.command("cmd=step&frames=7")  # the keys' frames pass (a paused game: they wait for steps)
         assert game.doc("/state")["game"]["keysDown"] == [] and game.doc("/state")["game"]["step"] == 15
         status, _headers, body = game.get("/screenshot")
