@@ -257,7 +257,7 @@ def test_vizdoom_is_played_by_its_buttons_and_keys_and_saved_by_re_execution(tmp
     the buttons they press, keys for them, its ammunition by name, a picture, and `check`
     (its snapshot by re-execution included)."""
     require("vizdoom")
-    with served("--seed", "4", "VizdoomBasic-v1", env=gym_env(tmp_path)) as game:
+    with served("--seed", "4", "VizdoomBasic-v1", env=gym_env(tmp_path), cwd=tmp_path) as game:
         start = game.doc("/state")
         assert start["game"]["variables"] == {"AMMO2": 50.0} and start["game"]["held"] == "NOOP"
         tools = {t["name"]: t for ts in game.doc("/tools")["toolsets"] for t in ts["tools"]}

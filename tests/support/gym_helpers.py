@@ -55,9 +55,10 @@ def gym_env(tmp_path: Path, *, paused: bool = True) -> dict[str, str]:
 
 
 @contextmanager
-def served(*args: str, env: dict[str, str]) -> Iterator[Gym]:
-    """``python -m game_bridge_mcp.game.gym --port 0 ARGS``, reaped whatever happens."""
-    proc = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp.game.gym", "--port", "0", *args],
+def served(*args: str, env: dict[str, str], cwd: Path | None = None) -> Iterator[Gym]:
+    """``python -m game_bridge_mcp.game.gym --port 0 ARGS`` (in ``cwd``: where an environment
+    writes its own files, ViZDoom its _vizdoom.ini), reaped whatever happens."""
+    proc = subprocess.Popen([PYTHON, "-m", "game_bridge_mcp.game.gym", "--port", "0", *args], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
