@@ -135,6 +135,41 @@ def count_values(body: bytes) -> int:
     return len(_JSON_STRING.sub(b"", body).translate(None, _NOT_STRUCTURAL))
 
 
+#: A ``\\u`` escape of a UTF-16 surrogate (a pair's half, or one alone).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(doc: Any) -> Any:
+    """``doc`` with each surrogate its escapes left alone (``"\\ud800"`` without its pair:
+    JSON's grammar allows it, Unicode has no such character and UTF-8 cannot carry it)
+    replaced by U+FFFD, in keys and values: every answer and file the bridge writes is
+    UTF-8. A pair's halves are already one character here."""
+    def clean(text: str) -> str:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+
+    if isinstance(doc, str):
+        return clean(doc)
+    stack = [doc] if isinstance(doc, (dict, list)) else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for index, value in enumerate(node):
+                if isinstance(value, str):
+                    node[index] = clean(value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        else:
+            for key in [k for k in node if _LONE_SURROGATE.search(k)]:
+                node[clean(key)] = node.pop(key)
+            for key, value in node.items():
+                if isinstance(value, str):
+                    node[key] = clean(value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+    return doc
+
+
 def decode_json(body: bytes, *, strict: bool = False) -> Any:
     """Parse a JSON document; raise ValueError with a short reason (that reads after "the
     body ...") for invalid, non-UTF-8, absurdly nested or absurdly many-valued ones
@@ -155,14 +190,14 @@ def decode_json_taking(holder: list[bytes], *, strict: bool = False) -> Any:
                          f"decodes (it bounds a decoded answer to {DECODED_BOUND_TEXT}): send less, or leave "
                          "bulky lists out of this answer")
     large = len(body) >= PAUSE_GC_BYTES
+    surrogates = _SURROGATE_ESCAPE.search(body) is not None
     try:
         # JSON on the wire and in files is UTF-8 (RFC 8259): never sniffed as UTF-16/32; a
         # leading byte-order mark is ignored, as the RFC allows (editors write one).
         text = (body[3:] if body[:3] == _BOM else body).decode("utf-8")
         del body
-        if large:
-            return _parse_large(text, decoder)
-        return decoder.decode(text)
+        doc = _parse_large(text, decoder) if large else decoder.decode(text)
+        return _without_lone_surrogates(doc) if surrogates else doc
     except RecursionError:
         raise ValueError("is nested too deeply to parse") from None
     except UnicodeDecodeError:

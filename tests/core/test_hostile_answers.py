@@ -54,6 +54,27 @@ def test_the_count_is_of_values_not_of_commas_inside_strings() -> None:
     assert count_values(b"[1,2]") <= 5  # a short body is not even counted
 
 
+def test_a_lone_surrogate_escape_is_shown_as_a_replacement_character_and_every_answer_stays_utf8(
+        serve: Any) -> None:
+    """JSON's grammar allows ``"\\ud800"`` alone; Unicode has no such character and UTF-8
+    cannot carry it, so the answer (and a state file, a trace) could not be written: it
+    becomes U+FFFD, in keys and values, where a pair's halves stay one character."""
+    from game_bridge_mcp.core.states.store import fingerprint
+    from game_bridge_mcp.mcp_server.results import call_result_line
+
+    routes: dict[str, Any] = {"/health": HEALTH, "/state": (
+        b'{"frame": 5, "completedCommandId": 0, "ui": {"screen": "Menu \\ud800"}, '
+        b'"game": {"name\\udfff": ["x\\udc00y", {"face": "\\ud83d\\ude00"}], "path": "C:\\\\ud800"}}')}
+    peer = serve(routed(routes))
+    state = bridge_for(peer.port).run_tool("call_tool", {"name": "get_state"})
+    assert state["ui"]["screen"] == "Menu \ufffd"
+    assert state["game"] == {"name\ufffd": ["x\ufffdy", {"face": "\U0001f600"}], "path": "C:\\ud800"}
+    line = call_result_line(1, state)  # the MCP answer is written (it raised UnicodeEncodeError)
+    assert "Menu \ufffd" in json.loads(line.decode("utf-8"))["result"]["content"][0]["text"]
+    assert fingerprint(state)[1] > 0  # and a save's fingerprint
+    assert decode_json(b'"\\ud800"') == "\ufffd" and decode_json(b'"\\ud83d\\ude00"') == "\U0001f600"
+
+
 def test_a_number_of_thousands_of_digits_is_a_clear_reason() -> None:
     with pytest.raises(ValueError) as info:
         decode_json(b'{"frame": ' + b"9" * 5000 + b"}")
