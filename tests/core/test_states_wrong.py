@@ -48,6 +48,32 @@ def test_a_game_that_ran_free_past_one_steps_worth_is_re_executed_to_its_frame(t
     run(bridge, body)
 
 
+def test_a_fork_by_snapshot_keeps_the_note_that_its_past_ran_on_its_own_clock(tmp_path: Path,
+                                                                              guard: ProcessGuard) -> None:
+    """The fork's journal continues the state's, free run included, as a restore's does: a
+    later re-execution of what the fork saves says it may not come back exact."""
+    bridge = bridge_for(tmp_path, guard, HANDMADE)
+
+    async def body(client: Any) -> None:
+        port = data(await client.call_tool("launch_instance", {"paused": True}))["port"]
+        await call(client, "advance", port, frames=3)
+        await call(client, "resume", port)
+        await call(client, "advance", port, frames=2)  # (a running game: frames pass, at least these)
+        await call(client, "pause", port)
+        saved = data(await call(client, "save_state", port))
+        assert saved["how"] == "snapshot", saved
+        free_since = bridge.instance(port).journal.free_since  # type: ignore[union-attr]
+        assert free_since is not None
+        forked = data(await call(client, "fork_instance", state=saved["state"]))
+        assert forked["how"] == "snapshot" and forked["exact"] is True, forked
+        assert bridge.instance(forked["port"]).journal.free_since == free_since  # type: ignore[union-attr]
+        restored = data(await call(client, "restore_state", port, state=saved["state"]))
+        assert restored["exact"] is True
+        assert bridge.instance(port).journal.free_since == free_since  # type: ignore[union-attr]
+
+    run(bridge, body)
+
+
 # --------------------------------------------------------------------------- a game that answers snapshot wrongly
 
 def wrong(tmp_path: Path, guard: ProcessGuard, lie: str) -> Any:

@@ -227,7 +227,7 @@ def fork(host: Host, *, state: Any = None, file: Any = None, port: Any = None, p
             with inst.command_lock:
                 after = load(host, new_port, saved, timeout_ms=host.config.timeout_ms)
             if after is not None:
-                start_journal(host, new_port, saved.journal or (), env=saved.launch_env)
+                start_journal(host, new_port, saved.journal or (), free_since=saved.free_since, env=saved.launch_env)
                 if saved.journal is None:
                     inst.journal.end(f"forked from state {saved.name}, which has no journal")  # type: ignore[union-attr]
         if after is None:
