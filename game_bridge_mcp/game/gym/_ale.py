@@ -42,7 +42,7 @@ def generator_words(state: bytes) -> Any:
         words = np.array(state[start:end].split(), dtype=np.uint64)
     except (ValueError, OverflowError):
         raise ValueError("the ALE state's random generator is damaged") from None
-    if len(words) != _WORDS + 1 or int(words.max()) >= 2 ** 32 or int(words[-1]) > _WORDS:
+    if len(words) != _WORDS + 1 or bool(np.any(words >= 2 ** 32)) or int(words[-1]) > _WORDS:
         raise ValueError("the ALE state's random generator is damaged")
     return words
 
