@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from game_bridge_mcp.errors import BridgeUsageError
-from game_bridge_mcp.launch.launcher import PORT_RETRIES
+from game_bridge_mcp.launch.launcher import PORT_RETRIES, Launcher
 from game_bridge_mcp.launch.portclaim import lost_port
 from peers.fakegame import FakeGame
 from launch_helpers import GAME, PYTHON, LauncherFactory, ProcessGuard, free_range, wait_until, write_declaration
@@ -38,10 +38,9 @@ def slow_first_declaration(directory: Path) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_a_port_taken_while_the_game_boots_is_left_for_another(tmp_path: Path, launchers: LauncherFactory,
-                                                                 guard: ProcessGuard) -> None:
-    launcher = launchers(slow_first_declaration(tmp_path / "game"))
+def launch_in_background(launcher: Launcher) -> tuple[threading.Thread, dict[str, Any]]:
+    """``launcher.launch()`` on a thread of its own: the thread, and where its ``answer`` (or
+    ``error``) will be."""
     outcome: dict[str, Any] = {}
 
     def launch() -> None:
@@ -52,6 +51,14 @@ def test_a_port_taken_while_the_game_boots_is_left_for_another(tmp_path: Path, l
 
     thread = threading.Thread(target=launch)
     thread.start()
+    return thread, outcome
+
+
+@pytest.mark.slow
+def test_a_port_taken_while_the_game_boots_is_left_for_another(tmp_path: Path, launchers: LauncherFactory,
+                                                                 guard: ProcessGuard) -> None:
+    launcher = launchers(slow_first_declaration(tmp_path / "game"))
+    thread, outcome = launch_in_background(launcher)
     thief = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         assert wait_until(lambda: bool(launcher.launched_ports()), 10.0)
@@ -76,16 +83,7 @@ def test_a_stranger_answering_on_the_port_while_the_game_boots_is_left_for_anoth
     """Something outside the launched tree answers /health where the game was to be: the
     launch goes on elsewhere, and the stranger is never sent a command nor signalled."""
     launcher = launchers(slow_first_declaration(tmp_path / "game"))
-    outcome: dict[str, Any] = {}
-
-    def launch() -> None:
-        try:
-            outcome["answer"] = launcher.launch()
-        except BaseException as exc:  # noqa: BLE001 - the test reads it
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=launch)
-    thread.start()
+    thread, outcome = launch_in_background(launcher)
     try:
         assert wait_until(lambda: bool(launcher.launched_ports()), 10.0)
         taken = launcher.launched_ports()[0]
