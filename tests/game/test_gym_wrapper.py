@@ -12,10 +12,11 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from gym_helpers import Gym, gym_env, require, run_wrapper, served
-from launch_helpers import PYTHON
+from launch_helpers import PYTHON, wait_until
 from png_helpers import read_png
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
@@ -39,8 +40,6 @@ def check(game: Gym) -> str:
 
 def test_breakout_paused_is_played_by_name_and_by_key_and_seen(tmp_path: Path) -> None:
     require("ale_py")
-    from launch_helpers import wait_until
-
     with served("--seed", "11", "--size", "320x420", "ALE/Breakout-v5", env=gym_env(tmp_path)) as game:
         health = game.doc("/health")
         assert {"clock", "screenshot", "results", "after", "events"} <= set(health["features"])
@@ -195,8 +194,6 @@ def test_actions_shaped_by_the_space_text_observations_and_reset_options(tmp_pat
 
 
 def test_a_running_clock_steps_with_the_held_action_and_waits_without_one(tmp_path: Path) -> None:
-    from launch_helpers import wait_until
-
     with served("--fps", "100", "gym_envs:GBTest/Corridor-v0", env=gym_env(tmp_path, paused=False)) as game:
         assert wait_until(lambda: game.doc("/state")["simFrame"] >= 20, 20)
         state = game.doc("/state")
@@ -271,8 +268,7 @@ def test_vizdoom_is_played_by_its_buttons_and_keys_and_saved_by_re_execution(tmp
         # left and space held together: the scenario presses one button at a time, the newest key's
         game.command("cmd=key&key=left&frames=6", wait=False)
         game.command("cmd=key&key=space&frames=6", wait=False)
-        from launch_helpers import wait_until  # (the game's thread applies the keys at its next turn)
-
+        # (the game's thread applies the keys at its next turn)
         assert wait_until(lambda: game.doc("/state")["game"]["held"] == "ATTACK", 10)
         game.command("cmd=step&frames=7")  # the keys' frames pass (a paused game: they wait for steps)
         assert game.doc("/state")["game"]["keysDown"] == [] and game.doc("/state")["game"]["step"] == 15
@@ -280,6 +276,14 @@ def test_vizdoom_is_played_by_its_buttons_and_keys_and_saved_by_re_execution(tmp
         assert status == 200 and read_png(body)[:2] == (320, 240)
         checked = check(game)
         assert "snapshot: a load gives back the saved /state" in checked
+        # ViZDoom's engine is a process of its own, and check's load re-executed the episode in a
+        # fresh environment: its engine ends when the game is closed
+        engines = psutil.Process(game.proc.pid).children(recursive=True)
+        assert engines and all("vizdoom" in p.name() for p in engines), engines
+        game.command("cmd=close", wait=False)
+        assert game.proc.wait(30) == 0
+        assert wait_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in engines),
+                          10.0), [p.pid for p in engines if p.is_running()]
 
 
 def test_crafter_is_played_by_its_names_and_keys_and_replays_from_its_seed(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ the tests need, whose absence fails the test loudly (they are in the test extra)
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
@@ -13,6 +14,8 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 from typing import Iterator
 
 import pytest
@@ -84,9 +87,16 @@ def served(*args: str, env: dict[str, str], cwd: Path | None = None) -> Iterator
         assert port, f"the wrapper did not start serving: {''.join(lines)[-2000:]}"
         yield Gym(proc, port[0], lines)
     finally:
+        try:  # what the wrapper started (ViZDoom's engine is a process of its own), ended with it
+            started = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            started = []
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)
+        for child in started:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
         reader.join(5)
 
 

@@ -43,10 +43,14 @@ def run(opts: Options) -> int:
     try:
         return _serve(env, env_id, kwargs, modes, opts)
     finally:
-        try:
-            env.close()
-        except Exception as exc:  # noqa: BLE001 - the environment's own teardown
-            log.warning("game-bridge gym: closing the environment failed: %s", exc)
+        _close(env)
+
+
+def _close(env: Any) -> None:
+    try:
+        env.close()
+    except Exception as exc:  # noqa: BLE001 - the environment's own teardown
+        log.warning("game-bridge gym: closing the environment failed: %s", exc)
 
 
 def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts: Options) -> int:
@@ -103,6 +107,8 @@ def _serve(env: Any, env_id: str, kwargs: dict[str, Any], modes: list[str], opts
         drive(engine, bridge, hz=fps, max_chunk=MAX_CHUNK)
     finally:
         bridge.stop()
+        if engine.env is not env:  # a load by re-execution put a fresh environment in its place
+            _close(engine.env)
     book = engine.book
     say(f"{env_id} ended ({engine.gone or 'stopped'}) after {book.steps} steps, {book.episode} episodes")
     return 0
